@@ -1,0 +1,107 @@
+// A small HTTP origin for local runs and tests. It answers every request with
+// JSON describing what it received: method, path, query, headers, and the
+// body's length and SHA-256 (so a multi-megabyte body is checked exactly
+// without echoing it back). It binds 127.0.0.1 only.
+//
+// Test controls, read from request headers (never needed by a demo user):
+//   x-origin-status: <code>        answer with this status
+//   x-origin-delay-ms: <n>         wait n ms before answering (in-flight tests)
+//   x-origin-body-bytes: <n>       answer with n bytes of a fixed pattern instead of JSON
+// Every request is also recorded (most recent 5,000) and can be read back with
+// GET /__origin/requests?tag=<x-test-tag value>; that path is answered by the
+// origin itself and is not recorded.
+import { createHash } from "node:crypto";
+import { createServer } from "node:http";
+import { fileURLToPath } from "node:url";
+
+const MAX_RECORDED = 5000;
+const MAX_DELAY_MS = 30_000;
+
+export function startOrigin({ port = 0, host = "127.0.0.1" } = {}) {
+  const recorded = [];
+  const server = createServer((req, res) => {
+    const url = new URL(req.url ?? "/", "http://origin.invalid");
+    if (url.pathname === "/__origin/requests") {
+      const tag = url.searchParams.get("tag");
+      const rows = tag === null ? recorded : recorded.filter((r) => r.headers["x-test-tag"] === tag);
+      res.writeHead(200, { "content-type": "application/json" });
+      res.end(JSON.stringify(rows));
+      return;
+    }
+    const hash = createHash("sha256");
+    let bodyBytes = 0;
+    req.on("data", (chunk) => {
+      bodyBytes += chunk.length;
+      hash.update(chunk);
+    });
+    req.on("error", () => {});
+    req.on("end", () => {
+      const seen = {
+        method: req.method,
+        url: req.url,
+        path: url.pathname,
+        query: url.search,
+        headers: req.headers,
+        raw_header_names: req.rawHeaders.filter((_, i) => i % 2 === 0).map((h) => h.toLowerCase()),
+        body_bytes: bodyBytes,
+        body_sha256: hash.digest("hex"),
+      };
+      recorded.push(seen);
+      if (recorded.length > MAX_RECORDED) recorded.shift();
+      const status = Number(req.headers["x-origin-status"] ?? 200) || 200;
+      const delayMs = Math.min(Number(req.headers["x-origin-delay-ms"] ?? 0) || 0, MAX_DELAY_MS);
+      const outBytes = Number(req.headers["x-origin-body-bytes"] ?? -1);
+      setTimeout(() => {
+        if (res.destroyed) return;
+        if (outBytes >= 0) {
+          res.writeHead(status, { "content-type": "application/octet-stream", "content-length": String(outBytes), "x-origin-seen": "1" });
+          writePattern(res, outBytes);
+        } else {
+          const body = JSON.stringify(seen);
+          res.writeHead(status, { "content-type": "application/json", "x-origin-seen": "1", connection: "keep-alive", "keep-alive": "timeout=5" });
+          res.end(body);
+        }
+      }, delayMs);
+    });
+  });
+  return new Promise((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(port, host, () => {
+      server.off("error", reject);
+      const address = server.address();
+      resolve({
+        server,
+        port: typeof address === "object" && address ? address.port : port,
+        close: () => new Promise((done) => { server.closeAllConnections?.(); server.close(() => done()); }),
+      });
+    });
+  });
+}
+
+// Byte i of the pattern is i mod 251, so a client can check any range exactly.
+function writePattern(res, total) {
+  const CHUNK = 64 * 1024;
+  let sent = 0;
+  const pump = () => {
+    while (sent < total) {
+      const n = Math.min(CHUNK, total - sent);
+      const chunk = Buffer.allocUnsafe(n);
+      for (let i = 0; i < n; i++) chunk[i] = (sent + i) % 251;
+      sent += n;
+      if (!res.write(chunk)) { res.once("drain", pump); return; }
+    }
+    res.end();
+  };
+  pump();
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  const port = Number(process.env.PORT ?? 8788);
+  startOrigin({ port }).then(
+    ({ port: bound }) => console.log(`demo origin listening on http://127.0.0.1:${bound}`),
+    (err) => {
+      console.error(err.code === "EADDRINUSE" ? `port ${port} is already in use: set PORT to a free port` : `origin failed to start: ${err.message}`);
+      process.exit(1);
+    },
+  );
+}
