@@ -1,6 +1,10 @@
+// The Worker's default export and the Durable Object export, nothing else.
+import { createApp } from "./app";
+
 export { TenantQuota } from "./durable/tenant-quota";
+
+const app = createApp();
+
 export default {
-  async fetch(): Promise<Response> {
-    return Response.json({ status: "ok" });
-  },
+  fetch: (request, env, ctx) => app.fetch(request, env, ctx),
 } satisfies ExportedHandler<Env>;

@@ -1,0 +1,197 @@
+// The TOLLGATE var, parsed and validated once per isolate (zod). Every field is
+// optional; its default is a named constant below. An invalid config is not a
+// crash: loadConfig returns the field and the reason, every gateway request
+// answers 500 config_invalid naming it, and /_tollgate/health says so.
+import { z } from "zod";
+import { type CidrSet, parseCidrs } from "./identity/cidr";
+import { compileLimits, type Limit, limitError } from "./engine/limit";
+import type { CategoryDefaults, SubjectKind } from "./engine/resolve-limits";
+import { compileRoutes, type RouteMatcher, routeSpecError } from "./engine/routes";
+
+export const DEFAULT_MODE = "enforce";
+export const DEFAULT_ANONYMOUS = "allow";
+export const DEFAULT_TRUSTED_PROXIES: readonly string[] = [];
+export const DEFAULT_EXEMPT_PATHS: readonly string[] = ["/healthz", "/readyz", "/livez", "/metrics"];
+export const DEFAULT_STRIP_CREDENTIAL = false;
+/** 0 = no bound. */
+export const DEFAULT_MAX_REQUEST_BYTES = 0;
+export const DEFAULT_CACHE_TTL_S = 10;
+export const DEFAULT_STALE_IF_ERROR_S = 300;
+export const DEFAULT_CACHE_MAX_ENTRIES = 10_000;
+export const DEFAULT_AUTH_FAILURES = [{ count: 60, window_s: 60 }] as const;
+export const DEFAULT_IN_FLIGHT_PER_CREDENTIAL = 512;
+export const DEFAULT_IN_FLIGHT_BUDGET = 4096;
+export const DEFAULT_CREDENTIAL_SHARE = 0.25;
+export const DEFAULT_TENANT_SHARE = 0.5;
+export const DEFAULT_LIMITER_MAX_MEMORY_MIB = 16;
+export const DEFAULT_USAGE_FLUSH_INTERVAL_S = 60;
+/** Distinct keys (or tenant-month metrics) held between flushes before new ones are dropped and counted. */
+export const DEFAULT_USAGE_MAX_PENDING = 10_000;
+export const DEFAULT_RESERVATION_TTL_S = 900;
+export const DEFAULT_AUDIT_THRESHOLD_REJECTIONS = 100;
+export const DEFAULT_AUDIT_WINDOW_S = 60;
+export const DEFAULT_REQUEST_LOG = true;
+
+const SUBJECT_KINDS = ["key", "tenant", "ip", "anonymous", "admin"] as const satisfies readonly SubjectKind[];
+const CATEGORY_NAME = /^[a-z][a-z0-9_]{0,31}$/;
+
+// A limit is checked by the engine's own rule, so config, admin API and engine
+// agree on what is valid (a count of 0 is invalid, not "deny").
+const limitSchema = z.unknown().superRefine((value, ctx) => {
+  const reason = limitError(value);
+  if (reason !== null) ctx.addIssue({ code: "custom", message: reason });
+});
+const limitListSchema = z.array(limitSchema).max(3, "at most 3 limits per list");
+
+const categorySchema = z.strictObject({
+  limits: z.strictObject(Object.fromEntries(SUBJECT_KINDS.map((k) => [k, limitListSchema.optional()])) as Record<SubjectKind, z.ZodOptional<typeof limitListSchema>>).optional(),
+});
+
+const routeSchema = z.unknown().superRefine((value, ctx) => {
+  const reason = routeSpecError(value);
+  if (reason !== null) ctx.addIssue({ code: "custom", message: reason });
+});
+
+const share = z.number().min(0.01, "must be between 0.01 and 1").max(1, "must be between 0.01 and 1");
+const positiveInt = z.number().int("must be a whole number").positive("must be > 0").max(Number.MAX_SAFE_INTEGER);
+const positiveSeconds = z.number().positive("must be > 0").finite("must be finite");
+
+export const configSchema = z.strictObject({
+  mode: z.enum(["enforce", "shadow", "off"]).default(DEFAULT_MODE),
+  anonymous: z.enum(["allow", "deny"]).default(DEFAULT_ANONYMOUS),
+  trusted_proxies: z.array(z.string()).default([...DEFAULT_TRUSTED_PROXIES]),
+  exempt_paths: z.array(z.string().startsWith("/", "must begin with /")).default([...DEFAULT_EXEMPT_PATHS]),
+  strip_credential: z.boolean().default(DEFAULT_STRIP_CREDENTIAL),
+  max_request_bytes: z.number().int("must be a whole number").min(0, "must be >= 0").max(Number.MAX_SAFE_INTEGER).default(DEFAULT_MAX_REQUEST_BYTES),
+  cache_ttl_s: positiveSeconds.default(DEFAULT_CACHE_TTL_S),
+  stale_if_error_s: z.number().min(0, "must be >= 0").finite().default(DEFAULT_STALE_IF_ERROR_S),
+  cache_max_entries: positiveInt.default(DEFAULT_CACHE_MAX_ENTRIES),
+  categories: z.record(z.string().regex(CATEGORY_NAME, "category names match ^[a-z][a-z0-9_]{0,31}$"), categorySchema).default({}),
+  routes: z.array(routeSchema).default([]),
+  auth_failures: limitListSchema.optional(),
+  in_flight: z
+    .strictObject({
+      per_credential: positiveInt.default(DEFAULT_IN_FLIGHT_PER_CREDENTIAL),
+      budget: positiveInt.default(DEFAULT_IN_FLIGHT_BUDGET),
+      credential_share: share.default(DEFAULT_CREDENTIAL_SHARE),
+      tenant_share: share.default(DEFAULT_TENANT_SHARE),
+    })
+    .default({ per_credential: DEFAULT_IN_FLIGHT_PER_CREDENTIAL, budget: DEFAULT_IN_FLIGHT_BUDGET, credential_share: DEFAULT_CREDENTIAL_SHARE, tenant_share: DEFAULT_TENANT_SHARE }),
+  limiter: z
+    .strictObject({ max_memory_mib: z.number().min(1, "must be >= 1").max(512, "must be <= 512").default(DEFAULT_LIMITER_MAX_MEMORY_MIB) })
+    .default({ max_memory_mib: DEFAULT_LIMITER_MAX_MEMORY_MIB }),
+  usage: z
+    .strictObject({ flush_interval_s: positiveSeconds.default(DEFAULT_USAGE_FLUSH_INTERVAL_S), max_pending: positiveInt.default(DEFAULT_USAGE_MAX_PENDING) })
+    .default({ flush_interval_s: DEFAULT_USAGE_FLUSH_INTERVAL_S, max_pending: DEFAULT_USAGE_MAX_PENDING }),
+  reservation_ttl_s: positiveSeconds.default(DEFAULT_RESERVATION_TTL_S),
+  audit: z
+    .strictObject({ threshold_rejections: positiveInt.default(DEFAULT_AUDIT_THRESHOLD_REJECTIONS), window_s: positiveSeconds.default(DEFAULT_AUDIT_WINDOW_S) })
+    .default({ threshold_rejections: DEFAULT_AUDIT_THRESHOLD_REJECTIONS, window_s: DEFAULT_AUDIT_WINDOW_S }),
+  request_log: z.boolean().default(DEFAULT_REQUEST_LOG),
+});
+
+export type RawConfig = z.output<typeof configSchema>;
+
+/** The validated, compiled config: everything the hot path needs, computed once. */
+export interface Config {
+  readonly mode: "enforce" | "shadow" | "off";
+  readonly anonymous: "allow" | "deny";
+  readonly trustedProxies: CidrSet;
+  readonly exemptPaths: readonly string[];
+  readonly stripCredential: boolean;
+  readonly maxRequestBytes: number;
+  readonly cacheTtlMs: number;
+  readonly staleIfErrorMs: number;
+  readonly cacheMaxEntries: number;
+  readonly defaults: CategoryDefaults;
+  readonly routes: RouteMatcher;
+  readonly authFailureLimits: readonly Limit[];
+  readonly inFlight: { readonly perCredential: number; readonly budget: number; readonly credentialShare: number; readonly tenantShare: number };
+  readonly limiterMaxMemoryMib: number;
+  readonly usageFlushIntervalMs: number;
+  readonly usageMaxPending: number;
+  readonly reservationTtlS: number;
+  readonly auditThresholdRejections: number;
+  readonly auditWindowMs: number;
+  readonly requestLog: boolean;
+}
+
+export type ConfigResult = { ok: true; config: Config } | { ok: false; field: string; message: string };
+
+/** Parse a TOLLGATE value (an object, a JSON string, or absent) into a compiled Config. */
+export function parseConfig(raw: unknown): ConfigResult {
+  let value: unknown = raw;
+  if (raw === undefined || raw === null || raw === "") value = {};
+  else if (typeof raw === "string") {
+    try {
+      value = JSON.parse(raw);
+    } catch {
+      return { ok: false, field: "TOLLGATE", message: "is not valid JSON" };
+    }
+  }
+  if (typeof value !== "object" || value === null || Array.isArray(value)) {
+    return { ok: false, field: "TOLLGATE", message: "must be a JSON object" };
+  }
+  const parsed = configSchema.safeParse(value);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    const field = issue && issue.path.length > 0 ? issue.path.map(String).join(".") : "TOLLGATE";
+    return { ok: false, field, message: issue?.message ?? "is invalid" };
+  }
+  const c = parsed.data;
+  const proxies = parseCidrs(c.trusted_proxies);
+  if (!proxies.ok) return { ok: false, field: `trusted_proxies.${proxies.index}`, message: proxies.reason };
+
+  const defaults: Record<string, Partial<Record<SubjectKind, readonly Limit[]>>> = {};
+  for (const [category, spec] of Object.entries(c.categories)) {
+    const byKind: Partial<Record<SubjectKind, readonly Limit[]>> = {};
+    for (const kind of SUBJECT_KINDS) {
+      const list = spec.limits?.[kind];
+      if (list !== undefined) byKind[kind] = compileLimits(list as never);
+    }
+    defaults[category] = byKind;
+  }
+  return {
+    ok: true,
+    config: {
+      mode: c.mode,
+      anonymous: c.anonymous,
+      trustedProxies: proxies.set,
+      exemptPaths: c.exempt_paths,
+      stripCredential: c.strip_credential,
+      maxRequestBytes: c.max_request_bytes,
+      cacheTtlMs: c.cache_ttl_s * 1000,
+      staleIfErrorMs: c.stale_if_error_s * 1000,
+      cacheMaxEntries: c.cache_max_entries,
+      defaults,
+      routes: compileRoutes(c.routes as never),
+      authFailureLimits: compileLimits((c.auth_failures ?? DEFAULT_AUTH_FAILURES) as never),
+      inFlight: {
+        perCredential: c.in_flight.per_credential,
+        budget: c.in_flight.budget,
+        credentialShare: c.in_flight.credential_share,
+        tenantShare: c.in_flight.tenant_share,
+      },
+      limiterMaxMemoryMib: c.limiter.max_memory_mib,
+      usageFlushIntervalMs: c.usage.flush_interval_s * 1000,
+      usageMaxPending: c.usage.max_pending,
+      reservationTtlS: c.reservation_ttl_s,
+      auditThresholdRejections: c.audit.threshold_rejections,
+      auditWindowMs: c.audit.window_s * 1000,
+      requestLog: c.request_log,
+    },
+  };
+}
+
+// One entry per isolate: the env's TOLLGATE value is the same object (or
+// string) for every request an isolate serves, so this parses once. Tests that
+// pass another value get it parsed once too.
+let lastRaw: unknown = Symbol("none");
+let lastResult: ConfigResult | null = null;
+
+export function loadConfig(raw: unknown): ConfigResult {
+  if (lastResult !== null && raw === lastRaw) return lastResult;
+  lastResult = parseConfig(raw);
+  lastRaw = raw;
+  return lastResult;
+}

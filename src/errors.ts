@@ -1,0 +1,104 @@
+// Every answer the gateway makes itself is application/problem+json (RFC 9457)
+// with a stable `code` and a `hint`. This file is the only writer of that body:
+// a union of codes, a total map from code to status and title, one function.
+// Internal detail (stack traces, SQL, secrets) never goes in here; callers log
+// it separately, without secrets.
+
+export type ProblemCode =
+  | "invalid_request"
+  | "credential_required"
+  | "invalid_credential"
+  | "credential_revoked"
+  | "credential_expired"
+  | "admin_unauthorized"
+  | "quota_exceeded"
+  | "admin_forbidden"
+  | "not_found"
+  | "length_required"
+  | "request_too_large"
+  | "rate_limited"
+  | "too_many_in_flight"
+  | "auth_failures"
+  | "config_invalid"
+  | "internal_error"
+  | "origin_unreachable"
+  | "quota_unavailable"
+  | "auth_unavailable"
+  | "admin_disabled";
+
+interface ProblemInfo {
+  readonly status: number;
+  readonly title: string;
+  /** What the client can do about it; sent as `hint` unless the caller gives a better one. */
+  readonly hint: string;
+}
+
+export const PROBLEMS: Readonly<Record<ProblemCode, ProblemInfo>> = {
+  invalid_request: { status: 400, title: "Bad Request", hint: "Fix the field named in `field` and send the request again." },
+  credential_required: { status: 401, title: "Unauthorized", hint: "Send an API key in `Authorization: Bearer <key>` or `X-Api-Key`." },
+  invalid_credential: { status: 401, title: "Unauthorized", hint: "Check the API key; it is not one this gateway issued." },
+  credential_revoked: { status: 401, title: "Unauthorized", hint: "This API key was revoked; ask the operator for a new one." },
+  credential_expired: { status: 401, title: "Unauthorized", hint: "This API key has expired; ask the operator for a new one." },
+  admin_unauthorized: { status: 401, title: "Unauthorized", hint: "Send the admin token in `Authorization: Bearer <token>`." },
+  quota_exceeded: { status: 403, title: "Forbidden", hint: "Delete stored objects or ask the operator to raise the quota; waiting does not help." },
+  admin_forbidden: { status: 403, title: "Forbidden", hint: "The auditor token may only read; use the admin token to write." },
+  not_found: { status: 404, title: "Not Found", hint: "Check the identifier in the path." },
+  length_required: { status: 411, title: "Length Required", hint: "Send a `Content-Length` header with the body's size in bytes." },
+  request_too_large: { status: 413, title: "Content Too Large", hint: "Send a smaller body; `limit` is the largest accepted size in bytes." },
+  rate_limited: { status: 429, title: "Too Many Requests", hint: "Wait `retry_after_ms` milliseconds (see `Retry-After`) before sending again." },
+  too_many_in_flight: { status: 429, title: "Too Many Requests", hint: "Too many of your requests are in progress at once; wait for some to finish." },
+  auth_failures: { status: 429, title: "Too Many Requests", hint: "Too many failed authentications from this address; wait before trying again." },
+  config_invalid: { status: 500, title: "Internal Server Error", hint: "The gateway's TOLLGATE configuration is invalid; the operator must fix the field named in `field`." },
+  internal_error: { status: 500, title: "Internal Server Error", hint: "The gateway failed unexpectedly; try again later." },
+  origin_unreachable: { status: 502, title: "Bad Gateway", hint: "The origin could not be reached; try again later." },
+  quota_unavailable: { status: 503, title: "Service Unavailable", hint: "The quota service is unavailable; retry after `Retry-After` seconds." },
+  auth_unavailable: { status: 503, title: "Service Unavailable", hint: "The key could not be verified right now; retry shortly." },
+  admin_disabled: { status: 503, title: "Service Unavailable", hint: "Set the ADMIN_TOKEN secret to enable the admin API." },
+};
+
+export const PROBLEM_TYPE_BASE = "https://tollgate.dev/problems/";
+export const PROBLEM_CONTENT_TYPE = "application/problem+json";
+
+/** Extension members a problem may carry besides the standard ones. */
+export type ProblemExtras = Readonly<Record<string, string | number | boolean | null | undefined | readonly string[] | Readonly<Record<string, unknown>>>>;
+
+export interface ProblemOptions {
+  /** Human-readable, specific to this occurrence. Never internal detail. */
+  detail: string;
+  hint?: string;
+  extras?: ProblemExtras;
+  headers?: HeadersInit;
+}
+
+/** The body of a problem, for tests and for callers that need the object. */
+export function problemBody(code: ProblemCode, options: ProblemOptions): Record<string, unknown> {
+  const info = PROBLEMS[code];
+  const body: Record<string, unknown> = {
+    type: PROBLEM_TYPE_BASE + code,
+    title: info.title,
+    status: info.status,
+    detail: options.detail,
+    code,
+    hint: options.hint ?? info.hint,
+  };
+  if (options.extras) {
+    for (const [name, value] of Object.entries(options.extras)) {
+      // The standard members are this writer's; extras never overwrite them.
+      if (value !== undefined && !(name in body)) body[name] = value;
+    }
+  }
+  return body;
+}
+
+/** The one writer of problem+json responses. */
+export function problem(code: ProblemCode, options: ProblemOptions): Response {
+  const headers = new Headers(options.headers);
+  headers.set("content-type", PROBLEM_CONTENT_TYPE);
+  headers.set("cache-control", "no-store");
+  return new Response(JSON.stringify(problemBody(code, options)), { status: PROBLEMS[code].status, headers });
+}
+
+/** `Retry-After` in whole seconds, rounded up, never below 1 for a refusal. */
+export function retryAfterSeconds(retryAfterMs: number): string {
+  return String(Math.max(1, Math.ceil(retryAfterMs / 1000)));
+}

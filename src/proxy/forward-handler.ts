@@ -1,0 +1,39 @@
+// The last step of the pipeline: forward to ORIGIN_URL (parsed once per
+// isolate) and mark the response for shadow mode.
+import type { MiddlewareHandler } from "hono";
+import type { GatewayEnv } from "../context";
+import { problem } from "../errors";
+import { forward } from "./forward";
+import { type OriginBaseResult, parseOriginBase } from "./origin-url";
+
+let lastOriginUrl: string | undefined;
+let lastOriginBase: OriginBaseResult | null = null;
+
+function originBase(originUrl: string | undefined): OriginBaseResult {
+  if (lastOriginBase === null || originUrl !== lastOriginUrl) {
+    lastOriginBase = parseOriginBase(originUrl);
+    lastOriginUrl = originUrl;
+  }
+  return lastOriginBase;
+}
+
+export function forwardToOrigin(): MiddlewareHandler<GatewayEnv> {
+  return async function forwardToOrigin(c) {
+    const base = originBase(c.env.ORIGIN_URL);
+    if (!base.ok) {
+      return problem("config_invalid", { detail: `The gateway configuration is invalid: ${base.message}.`, extras: { field: "ORIGIN_URL" } });
+    }
+    const caller = c.var.caller;
+    const response = await forward(c.req.raw, new URL(c.req.url), base.base, {
+      clientAddress: c.var.clientAddress,
+      tenant: caller.kind === "key" ? caller.tenant : null,
+      keyId: caller.kind === "key" ? caller.keyId : null,
+      stripCredential: c.var.config.stripCredential,
+    });
+    const shadow = c.var.shadow;
+    if (shadow.length > 0) response.headers.set("tollgate-shadow", shadow.join(", "));
+    const rateHeaders = c.var.rateLimitHeaders;
+    if (rateHeaders !== null) for (const [name, value] of rateHeaders) response.headers.set(name, value);
+    return response;
+  };
+}
