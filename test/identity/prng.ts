@@ -1,0 +1,14 @@
+/**
+ * A small seeded PRNG (mulberry32) for the randomised identity tests: a fixed
+ * seed makes a failure reproduce, and the failing input is in the message.
+ */
+export function mulberry32(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
