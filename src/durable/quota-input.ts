@@ -1,0 +1,113 @@
+// Runtime checks on what the edge sends to TenantQuota. A failure is a bug at
+// the edge (config is validated there, Content-Length parsed there), so it
+// throws a TypeError naming the field, which RPC carries back to the caller.
+
+import type { CommitRequest, QuotaLimits, ReleaseRequest, RemoveRequest, ReserveRequest } from "./quota-types";
+
+const MAX_NAME_CHARS = 4096;
+const DEFAULT_RESERVATION_TTL_S = 900;
+const DEFAULT_AUDIT_WINDOW_S = 60;
+
+/** A safe integer ≥ `min`. */
+function integer(value: unknown, field: string, min = 0): number {
+  if (typeof value !== "number" || !Number.isSafeInteger(value) || value < min) {
+    throw new TypeError(`TenantQuota: ${field} must be a safe integer >= ${min}`);
+  }
+  return value;
+}
+
+function name(value: unknown, field: string): string {
+  if (typeof value !== "string" || value.length === 0 || value.length > MAX_NAME_CHARS) {
+    throw new TypeError(`TenantQuota: ${field} must be a non-empty string of at most ${MAX_NAME_CHARS} characters`);
+  }
+  return value;
+}
+
+function record(value: unknown, field: string): Record<string, unknown> {
+  if (typeof value !== "object" || value === null || Array.isArray(value)) {
+    throw new TypeError(`TenantQuota: ${field} must be an object`);
+  }
+  return value as Record<string, unknown>;
+}
+
+function bounds(value: unknown, field: string): { soft?: number; hard?: number } | undefined {
+  if (value === undefined) return undefined;
+  const o = record(value, field);
+  const out: { soft?: number; hard?: number } = {};
+  if (o.soft !== undefined) out.soft = integer(o.soft, `${field}.soft`);
+  if (o.hard !== undefined) out.hard = integer(o.hard, `${field}.hard`);
+  return out;
+}
+
+export function quotaLimits(value: unknown): QuotaLimits {
+  const o = record(value, "quota");
+  const out: QuotaLimits = {};
+  const bytes = bounds(o.bytes, "quota.bytes");
+  const objects = bounds(o.objects, "quota.objects");
+  if (bytes) out.bytes = bytes;
+  if (objects) out.objects = objects;
+  return out;
+}
+
+export interface ReserveInput {
+  tenant: string;
+  object: string;
+  bytes: number;
+  quota: QuotaLimits;
+  reservationId: string;
+  nowMs: number;
+  expiresAtMs: number;
+  auditWindowMs: number;
+}
+
+export function reserveInput(req: ReserveRequest): ReserveInput {
+  const r = record(req, "request");
+  const nowMs = integer(r.nowMs, "nowMs");
+  const ttlS = r.ttlS === undefined ? DEFAULT_RESERVATION_TTL_S : integer(r.ttlS, "ttlS", 1);
+  const expiresAtMs = nowMs + ttlS * 1000;
+  if (!Number.isSafeInteger(expiresAtMs)) throw new TypeError("TenantQuota: nowMs + ttlS is out of range");
+  return {
+    tenant: name(r.tenant, "tenant"),
+    object: name(r.object, "object"),
+    bytes: integer(r.bytes, "bytes"),
+    quota: quotaLimits(r.quota),
+    reservationId: name(r.reservationId, "reservationId"),
+    nowMs,
+    expiresAtMs,
+    auditWindowMs: auditWindowMs(r.auditWindowS),
+  };
+}
+
+export interface CommitInput {
+  reservationId: string;
+  nowMs: number;
+  quota: QuotaLimits;
+  auditWindowMs: number;
+}
+
+export function commitInput(req: CommitRequest): CommitInput {
+  const r = record(req, "request");
+  return {
+    reservationId: name(r.reservationId, "reservationId"),
+    nowMs: integer(r.nowMs, "nowMs"),
+    quota: quotaLimits(r.quota),
+    auditWindowMs: auditWindowMs(r.auditWindowS),
+  };
+}
+
+export function releaseInput(req: ReleaseRequest): { reservationId: string; nowMs: number } {
+  const r = record(req, "request");
+  return { reservationId: name(r.reservationId, "reservationId"), nowMs: integer(r.nowMs, "nowMs") };
+}
+
+export function removeInput(req: RemoveRequest): { object: string; ref: string; nowMs: number } {
+  const r = record(req, "request");
+  return { object: name(r.object, "object"), ref: name(r.ref, "ref"), nowMs: integer(r.nowMs, "nowMs") };
+}
+
+function auditWindowMs(value: unknown): number {
+  const s = value === undefined ? DEFAULT_AUDIT_WINDOW_S : integer(value, "auditWindowS");
+  const ms = s * 1000;
+  if (!Number.isSafeInteger(ms)) throw new TypeError("TenantQuota: auditWindowS is out of range");
+  return ms;
+}
