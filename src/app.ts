@@ -6,6 +6,12 @@ import { type ConfigResult, loadConfig } from "./config";
 import type { GatewayEnv } from "./context";
 import { problem } from "./errors";
 import { clientAddress } from "./identity/client-middleware";
+import { createAdminApp } from "./admin/admin-app";
+import { authenticate } from "./identity/authenticate";
+import { checked, classify } from "./limits/classify";
+import { rateLimit } from "./limits/rate-limit";
+import { matchRoute } from "./limits/route";
+import { sizeLimit } from "./limits/size";
 import { forwardToOrigin } from "./proxy/forward-handler";
 
 export const TOLLGATE_PREFIX = "/_tollgate";
@@ -30,6 +36,8 @@ export function createApp(): Hono<GatewayEnv> {
     );
   });
 
+  app.route(ADMIN_BASE, createAdminApp());
+
   // Anything else under /_tollgate is the gateway's own namespace, never forwarded.
   app.all(`${TOLLGATE_PREFIX}/*`, () => problem("not_found", { detail: "No such gateway path." }));
 
@@ -46,12 +54,17 @@ export function createApp(): Hono<GatewayEnv> {
     c.set("startedAtMs", Date.now());
     c.set("shadow", []);
     c.set("decision", "admitted");
-    c.set("rateLimitHeaders", null);
+    c.set("bypass", false);
     c.set("route", null);
     c.set("caller", ANONYMOUS);
     await next();
   });
   app.use("*", clientAddress());
+  app.use("*", classify());
+  app.use("*", checked(authenticate()));
+  app.use("*", checked(matchRoute()));
+  app.use("*", checked(rateLimit()));
+  app.use("*", checked(sizeLimit()));
   app.all("*", forwardToOrigin());
 
   app.onError((err, c) => {

@@ -43,12 +43,12 @@ export interface RequestVars {
   clientKey: string;
   caller: Caller;
   route: RouteMatch | null;
+  /** True for exempt paths and `mode: "off"`: no check runs, nothing is charged. */
+  bypass: boolean;
   /** Refusals that `mode: "shadow"` recorded instead of answering. */
   shadow: string[];
   /** What the request log records as the outcome (admitted, rate_limited, exempt, ...). */
   decision: string;
-  /** Rate-limit headers for the response, computed once by the rate-limit step. */
-  rateLimitHeaders: ReadonlyArray<readonly [string, string]> | null;
   startedAtMs: number;
 }
 

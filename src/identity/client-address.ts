@@ -67,10 +67,49 @@ export function resolveClientAddress(
   xffLines: readonly string[] | string | null,
   trusted: CidrSet,
 ): string {
+  const addr = resolveClient(peer, xffLines, trusted);
+  return addr === null ? UNKNOWN_CLIENT : canonicalKey(addr);
+}
+
+/**
+ * The full address, RFC 5952 for IPv6 (not its /64): what the origin is told
+ * in X-Forwarded-For. IPv4 and IPv4-mapped addresses are dotted quads.
+ */
+export function formatAddress(addr: ParsedAddress): string {
+  if (addr.family === 4) return canonicalKey(addr);
+  const g: number[] = [];
+  for (const w of addr.words) g.push(w >>> 16, w & 0xffff);
+  // The longest run of two or more zero groups (the first on a tie) becomes "::".
+  let bestStart = -1;
+  let bestLen = 1;
+  for (let i = 0; i < 8; ) {
+    if (g[i] !== 0) {
+      i++;
+      continue;
+    }
+    let j = i;
+    while (j < 8 && g[j] === 0) j++;
+    if (j - i > bestLen) {
+      bestStart = i;
+      bestLen = j - i;
+    }
+    i = j;
+  }
+  const hex = (from: number, to: number) => g.slice(from, to).map((x) => x.toString(16)).join(":");
+  if (bestStart === -1) return hex(0, 8);
+  return `${hex(0, bestStart)}::${hex(bestStart + bestLen, 8)}`;
+}
+
+/** As resolveClientAddress, but the parsed address itself; null for a missing or unparsable peer. */
+export function resolveClient(
+  peer: string | null,
+  xffLines: readonly string[] | string | null,
+  trusted: CidrSet,
+): ParsedAddress | null {
   const peerAddr = typeof peer === "string" ? parseIp(peer) : null;
-  if (peerAddr === null) return UNKNOWN_CLIENT;
+  if (peerAddr === null) return null;
   if (xffLines === null || xffLines === undefined || !cidrSetHas(trusted, peerAddr)) {
-    return canonicalKey(peerAddr);
+    return peerAddr;
   }
   const lines: readonly unknown[] = typeof xffLines === "string" ? [xffLines] : Array.isArray(xffLines) ? xffLines : [];
 
@@ -81,20 +120,20 @@ export function resolveClientAddress(
   // at the cap however long the header is.
   for (let li = lines.length - 1; li >= 0; li--) {
     const line = lines[li];
-    if (typeof line !== "string") return canonicalKey(peerAddr);
+    if (typeof line !== "string") return peerAddr;
     let end = line.length;
     for (;;) {
-      if (scanned === MAX_XFF_ENTRIES) return canonicalKey(leftmostTrusted ?? peerAddr);
+      if (scanned === MAX_XFF_ENTRIES) return leftmostTrusted ?? peerAddr;
       scanned++;
       const comma = end === 0 ? -1 : line.lastIndexOf(",", end - 1);
       // Too long to be an address: skip the copy and treat it as unparsable.
       const addr = end - comma - 1 > MAX_ADDRESS_CHARS ? null : parseIp(line.slice(comma + 1, end));
-      if (addr === null) return canonicalKey(peerAddr);
-      if (!cidrSetHas(trusted, addr)) return canonicalKey(addr);
+      if (addr === null) return peerAddr;
+      if (!cidrSetHas(trusted, addr)) return addr;
       leftmostTrusted = addr;
       if (comma === -1) break;
       end = comma;
     }
   }
-  return canonicalKey(leftmostTrusted ?? peerAddr);
+  return leftmostTrusted ?? peerAddr;
 }

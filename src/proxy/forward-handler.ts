@@ -1,5 +1,5 @@
 // The last step of the pipeline: forward to ORIGIN_URL (parsed once per
-// isolate) and mark the response for shadow mode.
+// isolate).
 import type { MiddlewareHandler } from "hono";
 import type { GatewayEnv } from "../context";
 import { problem } from "../errors";
@@ -24,16 +24,11 @@ export function forwardToOrigin(): MiddlewareHandler<GatewayEnv> {
       return problem("config_invalid", { detail: `The gateway configuration is invalid: ${base.message}.`, extras: { field: "ORIGIN_URL" } });
     }
     const caller = c.var.caller;
-    const response = await forward(c.req.raw, new URL(c.req.url), base.base, {
+    return forward(c.req.raw, new URL(c.req.url), base.base, {
       clientAddress: c.var.clientAddress,
       tenant: caller.kind === "key" ? caller.tenant : null,
       keyId: caller.kind === "key" ? caller.keyId : null,
       stripCredential: c.var.config.stripCredential,
     });
-    const shadow = c.var.shadow;
-    if (shadow.length > 0) response.headers.set("tollgate-shadow", shadow.join(", "));
-    const rateHeaders = c.var.rateLimitHeaders;
-    if (rateHeaders !== null) for (const [name, value] of rateHeaders) response.headers.set(name, value);
-    return response;
   };
 }

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { type CidrSet, EMPTY_CIDR_SET, cidrSetHas, parseCidrs, parseIp } from "../../src/identity/cidr";
-import { MAX_XFF_ENTRIES, canonicalKey, resolveClientAddress } from "../../src/identity/client-address";
+import { MAX_XFF_ENTRIES, canonicalKey, formatAddress, resolveClient, resolveClientAddress } from "../../src/identity/client-address";
 import { mulberry32 } from "./prng";
 
 function set(list: readonly string[]): CidrSet {
@@ -196,3 +196,31 @@ function referenceResolve(peer: string, lines: readonly string[], trusted: CidrS
   }
   return canonicalKey(parseIp(entries[0] ?? "") ?? p);
 }
+
+describe("formatAddress", () => {
+  it.each([
+    ["203.0.113.7", "203.0.113.7"],
+    ["::ffff:203.0.113.7", "203.0.113.7"],
+    ["2001:DB8:0:0:0:0:0:1", "2001:db8::1"],
+    ["2001:db8:0:0:1:0:0:1", "2001:db8::1:0:0:1"],
+    ["2001:db8:1:2:3:4:5:6", "2001:db8:1:2:3:4:5:6"],
+    ["2001:0:0:1::1", "2001:0:0:1::1"],
+    ["::", "::"],
+    ["::1", "::1"],
+    ["fe80::1%eth0", "fe80::1"],
+    ["1:0:1:0:1:0:1:0", "1:0:1:0:1:0:1:0"],
+  ])("writes %s as %s (the full address, not the /64)", (input, expected) => {
+    const addr = parseIp(input);
+    expect(addr).not.toBeNull();
+    expect(formatAddress(addr!)).toBe(expected);
+  });
+
+  it("resolves the same client as resolveClientAddress", () => {
+    const trusted = parseCidrs(["10.0.0.0/8"]);
+    if (!trusted.ok) throw new Error("bad fixture");
+    const addr = resolveClient("10.0.0.1", "2001:db8:1:2:3:4:5:6, 10.0.0.2", trusted.set);
+    expect(formatAddress(addr!)).toBe("2001:db8:1:2:3:4:5:6");
+    expect(resolveClientAddress("10.0.0.1", "2001:db8:1:2:3:4:5:6, 10.0.0.2", trusted.set)).toBe("2001:db8:1:2::/64");
+    expect(resolveClient(null, null, trusted.set)).toBeNull();
+  });
+});

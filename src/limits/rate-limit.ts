@@ -1,0 +1,67 @@
+// DESIGN §3 steps 4–5: the request's charges (1 `request` plus its route's
+// charges) against its subjects — the caller (`key:<digest>` or
+// `ip:<address or /64>`), its tenant, and for anonymous callers the optional
+// `anonymous` aggregate — all or nothing, in the isolate's limiter table.
+// Every charged response carries the RateLimit headers of the tightest limit.
+import type { Context, MiddlewareHandler } from "hono";
+import type { Config } from "../config";
+import type { Caller, GatewayEnv } from "../context";
+import { admit, type Charge } from "../engine/gcra";
+import { rateLimitHeaders } from "../engine/rate-limit-headers";
+import { resolveLimits } from "../engine/resolve-limits";
+import { limiterTable } from "./limiter-state";
+import { rateLimitedResponse } from "./rate-limit-response";
+import { refuse } from "./refuse";
+
+export const REQUEST_CATEGORY = "request";
+const REQUEST_COST: readonly [string, number] = [REQUEST_CATEGORY, 1];
+
+function chargesFor(caller: Caller, clientKey: string, config: Config, categories: Iterable<readonly [string, number]>): Charge[] {
+  const charges: Charge[] = [];
+  const defaults = config.defaults;
+  if (caller.kind === "key") {
+    const keySources = { override: caller.override ?? undefined, key: caller.keyLimits ?? undefined, tenant: caller.tenantLimits ?? undefined, defaults };
+    const tenantSources = { tenant: caller.tenantLimits ?? undefined, defaults };
+    const keySubject = `key:${caller.digest}`;
+    const tenantSubject = `tenant:${caller.tenant}`;
+    for (const [category, cost] of categories) {
+      charges.push({ subject: keySubject, category, limits: resolveLimits(category, "key", keySources), cost });
+      charges.push({ subject: tenantSubject, category, limits: resolveLimits(category, "tenant", tenantSources), cost });
+    }
+  } else {
+    const ipSources = { override: caller.override ?? undefined, defaults };
+    const ipSubject = `ip:${clientKey}`;
+    for (const [category, cost] of categories) {
+      charges.push({ subject: ipSubject, category, limits: resolveLimits(category, "ip", ipSources), cost });
+      const aggregate = resolveLimits(category, "anonymous", { defaults });
+      if (aggregate.length > 0) charges.push({ subject: "anonymous", category, limits: aggregate, cost });
+    }
+  }
+  return charges;
+}
+
+function* requestCategories(c: Context<GatewayEnv>): Generator<readonly [string, number]> {
+  yield REQUEST_COST;
+  const route = c.var.route;
+  if (route !== null) yield* route.charges;
+}
+
+export function rateLimit(): MiddlewareHandler<GatewayEnv> {
+  return async function rateLimit(c, next) {
+    const config = c.var.config;
+    const charges = chargesFor(c.var.caller, c.var.clientKey, config, requestCategories(c));
+    const decision = admit(limiterTable(config.limiterMaxMemoryMib), charges, Date.now());
+    if (!decision.allowed) {
+      const refused = refuse(c, "rate_limited", rateLimitedResponse(decision, charges));
+      if (refused !== null) return refused;
+    }
+    const headers = rateLimitHeaders(decision, charges);
+    await next();
+    // On whatever answers the request after this step (the origin's, or a
+    // later refusal), so every charged response carries the figures.
+    if (headers.length > 0) {
+      const out = c.res.headers;
+      for (const [name, value] of headers) out.set(name, value);
+    }
+  };
+}

@@ -1,0 +1,32 @@
+// DESIGN §3 step 7: a declared body over `max_request_bytes` is refused with
+// 413 before anything is forwarded, naming both numbers.
+import type { MiddlewareHandler } from "hono";
+import type { GatewayEnv } from "../context";
+import { problem } from "../errors";
+import { refuse } from "./refuse";
+
+/** Content-Length as a whole number of bytes, or null when absent or malformed. */
+export function declaredLength(headers: Headers): number | null {
+  const raw = headers.get("content-length");
+  if (raw === null || !/^\d{1,16}$/.test(raw.trim())) return null;
+  const n = Number(raw.trim());
+  return Number.isSafeInteger(n) ? n : null;
+}
+
+export function sizeLimit(): MiddlewareHandler<GatewayEnv> {
+  return async function sizeLimit(c, next) {
+    const limit = c.var.config.maxRequestBytes;
+    if (limit > 0) {
+      const size = declaredLength(c.req.raw.headers);
+      if (size !== null && size > limit) {
+        const refused = refuse(
+          c,
+          "request_too_large",
+          problem("request_too_large", { detail: `The body is ${size} bytes; this gateway accepts at most ${limit}.`, extras: { limit, size } }),
+        );
+        if (refused !== null) return refused;
+      }
+    }
+    await next();
+  };
+}

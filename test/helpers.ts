@@ -1,0 +1,73 @@
+// Shared helpers for tests that go through the Worker. Storage is isolated per
+// test file, not per test: every helper that names something takes a unique
+// name from `unique()`.
+import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { expect } from "vitest";
+import worker from "../src/index";
+
+let counter = 0;
+/** A name no other test in this run uses: `<prefix>-<random>-<n>`. */
+export function unique(prefix: string): string {
+  counter += 1;
+  return `${prefix}-${crypto.randomUUID().slice(0, 8)}-${counter}`;
+}
+
+/** A random documentation-range IPv4 address, distinct per call. */
+export function uniqueIp(): string {
+  const n = (Math.random() * 0xffffff) >>> 0;
+  return `10.${(n >> 16) & 255}.${(n >> 8) & 255}.${n & 255}`;
+}
+
+export type EnvOverrides = Partial<Record<keyof Env | "ADMIN_TOKEN" | "AUDITOR_TOKEN", unknown>>;
+
+/**
+ * Call the Worker's default export directly, with env overrides (a TOLLGATE
+ * config for this test, another ORIGIN_URL, a wrapped DB). Waits for the
+ * request's waitUntil work when `settle` is set.
+ */
+export async function callGateway(
+  request: Request,
+  overrides: EnvOverrides = {},
+  options: { settle?: boolean } = {},
+): Promise<Response> {
+  const ctx = createExecutionContext();
+  const response = await worker.fetch(request as Request<unknown, IncomingRequestCfProperties>, { ...env, ...overrides } as Env, ctx);
+  if (options.settle) await waitOnExecutionContext(ctx);
+  return response;
+}
+
+/** A request to the gateway from `ip` (sent as CF-Connecting-IP, the peer). */
+export function gatewayRequest(path: string, init: RequestInit & { ip?: string } = {}): Request {
+  const headers = new Headers(init.headers);
+  if (init.ip !== undefined) headers.set("cf-connecting-ip", init.ip);
+  return new Request(`http://gateway.test${path}`, { ...init, headers });
+}
+
+export interface OriginSeen {
+  method: string;
+  url: string;
+  path: string;
+  query: string;
+  headers: Record<string, string>;
+  raw_header_names: string[];
+  body_bytes: number;
+  body_sha256: string;
+}
+
+/** What the recording origin received with `x-test-tag: <tag>`. */
+export async function originLog(tag: string): Promise<OriginSeen[]> {
+  const res = await fetch(`${env.ORIGIN_URL}/__origin/requests?tag=${encodeURIComponent(tag)}`);
+  return (await res.json()) as OriginSeen[];
+}
+
+export async function sha256Hex(bytes: Uint8Array): Promise<string> {
+  const digest = await crypto.subtle.digest("SHA-256", bytes);
+  return [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+/** A problem+json body, typed loosely for assertions. */
+export async function problemOf(response: Response): Promise<Record<string, unknown>> {
+  expect(response.headers.get("content-type")).toBe("application/problem+json");
+  return (await response.json()) as Record<string, unknown>;
+}
