@@ -10,6 +10,7 @@ import { createAdminApp } from "./admin/admin-app";
 import { authenticate } from "./identity/authenticate";
 import { checked, classify } from "./limits/classify";
 import { rateLimit } from "./limits/rate-limit";
+import { quotaCheck } from "./limits/quota";
 import { matchRoute } from "./limits/route";
 import { sizeLimit } from "./limits/size";
 import { forwardToOrigin } from "./proxy/forward-handler";
@@ -65,6 +66,7 @@ export function createApp(): Hono<GatewayEnv> {
   app.use("*", checked(matchRoute()));
   app.use("*", checked(rateLimit()));
   app.use("*", checked(sizeLimit()));
+  app.use("*", checked(quotaCheck()));
   app.all("*", forwardToOrigin());
 
   app.onError((err, c) => {
