@@ -24,7 +24,8 @@ export type ProblemCode =
   | "origin_unreachable"
   | "quota_unavailable"
   | "auth_unavailable"
-  | "admin_disabled";
+  | "admin_disabled"
+  | "admin_unavailable";
 
 interface ProblemInfo {
   readonly status: number;
@@ -54,6 +55,7 @@ export const PROBLEMS: Readonly<Record<ProblemCode, ProblemInfo>> = {
   quota_unavailable: { status: 503, title: "Service Unavailable", hint: "The quota service is unavailable; retry after `Retry-After` seconds." },
   auth_unavailable: { status: 503, title: "Service Unavailable", hint: "The key could not be verified right now; retry shortly." },
   admin_disabled: { status: 503, title: "Service Unavailable", hint: "Set the ADMIN_TOKEN secret to enable the admin API." },
+  admin_unavailable: { status: 503, title: "Service Unavailable", hint: "The admin store (D1) is unavailable and nothing was changed; retry after `Retry-After` seconds." },
 };
 
 export const PROBLEM_TYPE_BASE = "https://tollgate.dev/problems/";

@@ -1,0 +1,32 @@
+// The admin API (DESIGN §8) as a Hono sub-app, mounted at
+// /_tollgate/admin/v1 by src/app.ts. Every route passes adminAuth first
+// (token, query-string refusal, the `admin` rate limit, auditor read-only).
+import { Hono } from "hono";
+import { problem } from "../errors";
+import type { AdminEnv } from "./admin-env";
+import { registerAuditRoutes } from "./audit";
+import { adminAuth } from "./auth";
+import { registerKeyRoutes } from "./keys";
+import { registerOpenApiRoute } from "./openapi";
+import { registerOverrideRoutes } from "./overrides";
+import { StorageUnavailable, storageUnavailable } from "./storage";
+import { registerTenantRoutes } from "./tenants";
+import { registerUsageRoutes } from "./usage";
+
+export function createAdminApp(): Hono<AdminEnv> {
+  const admin = new Hono<AdminEnv>();
+  admin.use("*", adminAuth());
+  registerTenantRoutes(admin);
+  registerKeyRoutes(admin);
+  registerOverrideRoutes(admin);
+  registerUsageRoutes(admin);
+  registerAuditRoutes(admin);
+  registerOpenApiRoute(admin);
+  admin.all("*", () => problem("not_found", { detail: "No such admin path or method." }));
+  admin.onError((err) => {
+    if (err instanceof StorageUnavailable) return storageUnavailable();
+    console.error(JSON.stringify({ level: "error", at_unix_ms: Date.now(), event: "admin_failed", error: err.name }));
+    return problem("internal_error", { detail: "The admin API failed to handle this request." });
+  });
+  return admin;
+}

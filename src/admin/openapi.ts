@@ -1,0 +1,122 @@
+// The OpenAPI 3.1 document, built from the same zod schemas that validate the
+// requests (schemas.ts), once per isolate on first request.
+import type { Hono } from "hono";
+import { z } from "zod";
+import type { AdminEnv } from "./admin-env";
+import { MAX_AUDIT_PAGE, registry, TENANT_SLUG } from "./schemas";
+
+type Json = Record<string, unknown>;
+
+const ref = (id: string): Json => ({ $ref: `#/components/schemas/${id}` });
+const jsonContent = (schema: Json): Json => ({ "application/json": { schema } });
+const problemResponse = (description: string): Json => ({ description, content: { "application/problem+json": { schema: ref("Problem") } } });
+
+const COMMON_ERRORS: Json = {
+  "401": problemResponse("admin_unauthorized: no token, a wrong one, or one in the query string"),
+  "429": problemResponse("rate_limited: this token's `admin` limit; see Retry-After"),
+  "503": problemResponse("admin_disabled (no ADMIN_TOKEN) or admin_unavailable (D1 failed; nothing was changed)"),
+};
+const WRITE_ERRORS: Json = {
+  ...COMMON_ERRORS,
+  "400": problemResponse("invalid_request: `field` names the invalid field; nothing was changed"),
+  "403": problemResponse("admin_forbidden: the auditor token may only read"),
+};
+
+const tenantParam: Json = { name: "tenant", in: "path", required: true, schema: { type: "string", pattern: TENANT_SLUG.source } };
+const keyIdParam: Json = { name: "id", in: "path", required: true, schema: { type: "string", pattern: "^[0-9a-z]{12}$" } };
+const callerKeyParam: Json = {
+  name: "caller_key",
+  in: "path",
+  required: true,
+  description: "`ip:<address>` (an IPv6 address stands for its /64; URL-encode the `/` of `/64`) or `key:<id>`",
+  schema: { type: "string" },
+};
+
+function op(summary: string, responses: Json, extra: Json = {}): Json {
+  return { summary, responses, ...extra };
+}
+
+function components(): Json {
+  const generated = z.toJSONSchema(registry, { target: "draft-2020-12", io: "input", uri: (id) => `#/components/schemas/${id}` }) as { schemas: Record<string, Json> };
+  const schemas: Record<string, Json> = {};
+  for (const [id, schema] of Object.entries(generated.schemas)) {
+    const { $schema: _schema, $id: _id, ...rest } = schema;
+    schemas[id] = rest;
+  }
+  return { schemas, securitySchemes: { bearer: { type: "http", scheme: "bearer", description: "ADMIN_TOKEN (read and write) or AUDITOR_TOKEN (read only)" } } };
+}
+
+export function openApiDocument(): Json {
+  return {
+    openapi: "3.1.0",
+    info: {
+      title: "Tollgate admin API",
+      version: "1",
+      description:
+        "Tenants, managed keys, caller overrides, usage and audit. Timestamps in answers are ISO 8601 strings in UTC. A change reaches the isolate that served it at once and every other isolate within cache_ttl_s (default 10 s).",
+    },
+    servers: [{ url: "/_tollgate/admin/v1" }],
+    security: [{ bearer: [] }],
+    components: components(),
+    paths: {
+      "/tenants/{tenant}": {
+        parameters: [tenantParam],
+        put: op("Create or replace a tenant", { "200": { description: "replaced", content: jsonContent(ref("Tenant")) }, "201": { description: "created", content: jsonContent(ref("Tenant")) }, ...WRITE_ERRORS }, { requestBody: { content: jsonContent(ref("TenantBody")) } }),
+        get: op("A tenant, with its live quota usage (null when the quota object does not answer)", { "200": { description: "the tenant", content: jsonContent(ref("Tenant")) }, "404": problemResponse("not_found"), ...COMMON_ERRORS }),
+        delete: op("Delete a tenant, its keys and their overrides", { "200": { description: "deleted", content: jsonContent({ type: "object", properties: { tenant: { type: "string" }, deleted: { type: "boolean" }, keys_deleted: { type: "integer" } } }) }, "404": problemResponse("not_found"), ...WRITE_ERRORS }),
+      },
+      "/tenants/{tenant}/limits": {
+        parameters: [tenantParam],
+        put: op("Set a tenant's limits and/or quota (a field left out keeps its value)", { "200": { description: "the tenant", content: jsonContent(ref("Tenant")) }, "404": problemResponse("not_found"), ...WRITE_ERRORS }, { requestBody: { content: jsonContent(ref("TenantBody")) } }),
+      },
+      "/tenants/{tenant}/keys": {
+        parameters: [tenantParam],
+        post: op("Mint a key; `key` is the secret and is shown only in this answer", { "201": { description: "minted", content: jsonContent(ref("MintedKey")) }, "404": problemResponse("not_found"), ...WRITE_ERRORS }, { requestBody: { required: true, content: jsonContent(ref("MintKeyBody")) } }),
+        get: op("The tenant's keys (never a secret or digest)", { "200": { description: "keys", content: jsonContent({ type: "object", properties: { keys: { type: "array", items: ref("Key") } } }) }, "404": problemResponse("not_found"), ...COMMON_ERRORS }),
+      },
+      "/keys/{id}": {
+        parameters: [keyIdParam],
+        delete: op("Revoke a key (revoking a revoked key changes nothing)", { "200": { description: "the revoked key", content: jsonContent(ref("Key")) }, "404": problemResponse("not_found"), ...WRITE_ERRORS }),
+      },
+      "/overrides/{caller_key}": {
+        parameters: [callerKeyParam],
+        get: op("One caller override", { "200": { description: "the override", content: jsonContent(ref("Override")) }, "404": problemResponse("not_found"), ...COMMON_ERRORS }),
+        put: op("Set a caller override", { "200": { description: "replaced", content: jsonContent(ref("Override")) }, "201": { description: "created", content: jsonContent(ref("Override")) }, ...WRITE_ERRORS }, { requestBody: { required: true, content: jsonContent(ref("OverrideBody")) } }),
+        delete: op("Remove a caller override", { "200": { description: "removed" }, "404": problemResponse("not_found"), ...WRITE_ERRORS }),
+      },
+      "/tenants/{tenant}/usage": {
+        parameters: [tenantParam],
+        get: op("Quota usage (live, from the tenant's Durable Object) and requests this UTC month (flushed every usage.flush_interval_s)", { "200": { description: "usage", content: jsonContent(ref("TenantUsage")) }, "404": problemResponse("not_found"), "503": problemResponse("quota_unavailable"), ...COMMON_ERRORS }),
+      },
+      "/tenants/{tenant}/reindex": {
+        parameters: [tenantParam],
+        post: op("Recount the quota counters from the owner records and report the drift (after − before)", { "200": { description: "the recount" }, "404": problemResponse("not_found"), ...WRITE_ERRORS }),
+      },
+      "/audit": {
+        get: op(
+          "Audit events, newest first",
+          { "200": { description: "a page", content: jsonContent(ref("AuditPage")) }, "400": problemResponse("invalid_request"), ...COMMON_ERRORS },
+          {
+            parameters: [
+              { name: "kind", in: "query", schema: { type: "string" } },
+              { name: "tenant", in: "query", schema: { type: "string", pattern: TENANT_SLUG.source } },
+              { name: "since", in: "query", description: "ISO 8601 date-time", schema: { type: "string", format: "date-time" } },
+              { name: "cursor", in: "query", description: "`next_cursor` of the previous page", schema: { type: "string" } },
+              { name: "limit", in: "query", schema: { type: "integer", minimum: 1, maximum: MAX_AUDIT_PAGE, default: 50 } },
+            ],
+          },
+        ),
+      },
+      "/openapi.json": { get: op("This document", { "200": { description: "OpenAPI 3.1" }, ...COMMON_ERRORS }) },
+    },
+  };
+}
+
+let documentText: string | null = null;
+
+export function registerOpenApiRoute(app: Hono<AdminEnv>): void {
+  app.get("/openapi.json", (c) => {
+    documentText ??= JSON.stringify(openApiDocument());
+    return c.body(documentText, 200, { "content-type": "application/json" });
+  });
+}

@@ -1,0 +1,50 @@
+// Rows as the admin API answers them: timestamps as ISO 8601 strings (UTC),
+// stored JSON as objects, and never a digest or secret.
+import type { AuditRow } from "../db/audit";
+import type { KeyListingRow } from "../db/keys";
+import type { OverrideRow } from "../db/overrides";
+import type { TenantRow } from "../db/tenants";
+
+export function iso(ms: number): string;
+export function iso(ms: number | null): string | null;
+export function iso(ms: number | null): string | null {
+  return ms === null ? null : new Date(ms).toISOString();
+}
+
+function json(text: string | null): Record<string, unknown> | null {
+  if (text === null) return null;
+  try {
+    const value: unknown = JSON.parse(text);
+    return typeof value === "object" && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : {};
+  } catch {
+    return {};
+  }
+}
+
+export function presentTenant(row: TenantRow) {
+  return { tenant: row.slug, limits: json(row.limits) ?? {}, quota: json(row.quota) ?? {}, created_at: iso(row.createdAt), updated_at: iso(row.updatedAt) };
+}
+
+export function presentKey(row: KeyListingRow) {
+  return {
+    id: row.id,
+    tenant: row.tenant,
+    name: row.name,
+    prefix: row.prefix,
+    created_at: iso(row.createdAt),
+    expires_at: iso(row.expiresAt),
+    revoked_at: iso(row.revokedAt),
+    limits: json(row.limits),
+    last_used_at: iso(row.lastUsedAt),
+    last_used_from: row.lastUsedFrom,
+    use_count: row.useCount,
+  };
+}
+
+export function presentOverride(row: OverrideRow) {
+  return { caller_key: row.callerKey, limits: json(row.limits) ?? {}, updated_at: iso(row.updatedAt) };
+}
+
+export function presentAuditEvent(row: AuditRow) {
+  return { id: row.id, at: iso(row.at), kind: row.kind, actor: row.actor, tenant: row.tenant, subject: row.subject, detail: json(row.detail) ?? {} };
+}

@@ -1,0 +1,164 @@
+// The admin API's zod schemas: every body, query and path parameter, and the
+// shapes it answers with. The OpenAPI document (openapi.ts) is generated from
+// these same objects, so the validation and the documentation cannot drift.
+import { z } from "zod";
+import { limitError } from "../engine/limit";
+
+export const MAX_LIMITS_PER_LIST = 3;
+export const TENANT_SLUG = /^[a-z0-9][a-z0-9._-]{0,63}$/;
+/** Category names, as in the TOLLGATE config. */
+export const CATEGORY_NAME = /^[a-z][a-z0-9_]{0,31}$/;
+const KEY_ID = /^[0-9a-z]{12}$/;
+const AUDIT_KIND = /^[a-z][a-z0-9_]{0,63}$/;
+export const MAX_KEY_NAME_CHARS = 128;
+export const DEFAULT_AUDIT_PAGE = 50;
+export const MAX_AUDIT_PAGE = 200;
+
+/** Schemas named in the OpenAPI document's components. */
+export const registry = z.registry<{ id: string; description?: string }>();
+
+export const tenantSlugSchema = z.string().regex(TENANT_SLUG, "must match ^[a-z0-9][a-z0-9._-]{0,63}$");
+export const keyIdSchema = z.string().regex(KEY_ID, "is not a key id (12 characters, 0-9 and a-z)");
+/** `ip:<address or IPv6 /64>` or `key:<id>`; normalised by the overrides route. */
+export const callerKeySchema = z.string().regex(/^(ip:[0-9A-Fa-f.:/]{2,64}|ip:unknown|key:[0-9a-z]{12})$/, "must be ip:<address> or key:<id>");
+
+const positiveInt = z.number("must be a number").int("must be a whole number").positive("must be > 0");
+const nonNegativeInt = z.number("must be a number").int("must be a whole number").min(0, "must be >= 0");
+
+// The shape gives each field its own error path; the engine's own rule then
+// has the last word, so config, admin API and engine agree on what is valid.
+export const limitSchema = z
+  .strictObject({
+    count: positiveInt.describe("Spends admitted per window, sustained."),
+    window_s: z.number("must be a number").positive("must be > 0").describe("The window in seconds."),
+    burst: positiveInt.optional().describe("Largest burst; default count."),
+  })
+  .superRefine((value, ctx) => {
+    const reason = limitError(value);
+    if (reason === null) return;
+    // The engine's reasons start with the field they are about.
+    const field = /^(count|window_s|burst)\b/.exec(reason)?.[1];
+    ctx.addIssue({ code: "custom", message: reason, path: field === undefined ? [] : [field] });
+  });
+registry.add(limitSchema, { id: "Limit", description: "A sustained `count` per `window_s` seconds with bursts up to `burst`." });
+
+const limitListSchema = z.array(limitSchema, "must be a list of limits").max(MAX_LIMITS_PER_LIST, `at most ${MAX_LIMITS_PER_LIST} limits per list`);
+const categoryKey = z.string().regex(CATEGORY_NAME, "category names match ^[a-z][a-z0-9_]{0,31}$");
+
+export const keyLimitsSchema = z.record(categoryKey, limitListSchema, "must be an object of categories");
+registry.add(keyLimitsSchema, { id: "KeyLimits", description: "Limits per category for one key or caller: up to 3 per category, all must fit." });
+
+export const tenantLimitsSchema = z.record(
+  categoryKey,
+  z.strictObject({
+    key: limitListSchema.optional().describe("The default for each of the tenant's keys."),
+    tenant: limitListSchema.optional().describe("For the tenant as a whole."),
+  }),
+  "must be an object of categories",
+);
+registry.add(tenantLimitsSchema, { id: "TenantLimits", description: "Limits per category: `key` applies to each key of the tenant, `tenant` to all of them together." });
+
+const quotaBoundSchema = z
+  .strictObject({ soft: nonNegativeInt.optional(), hard: nonNegativeInt.optional() })
+  .superRefine((value, ctx) => {
+    if (value.soft !== undefined && value.hard !== undefined && value.soft > value.hard) {
+      ctx.addIssue({ code: "custom", message: "must be <= hard", path: ["soft"] });
+    }
+  });
+export const quotaSchema = z.strictObject({ bytes: quotaBoundSchema.optional(), objects: quotaBoundSchema.optional() });
+registry.add(quotaSchema, { id: "Quota", description: "Soft and hard quotas in bytes and objects; an unset bound is unlimited." });
+
+export const tenantBodySchema = z.strictObject({ limits: tenantLimitsSchema.optional(), quota: quotaSchema.optional() });
+registry.add(tenantBodySchema, { id: "TenantBody" });
+
+const isoTimestamp = z.iso.datetime({ offset: true, message: "must be an ISO 8601 date-time with a zone, e.g. 2030-01-31T00:00:00Z" });
+
+export const mintKeyBodySchema = z.strictObject({
+  name: z.string("must be a string").min(1, "must not be empty").max(MAX_KEY_NAME_CHARS, `at most ${MAX_KEY_NAME_CHARS} characters`),
+  expires_at: isoTimestamp.nullable().optional(),
+  limits: keyLimitsSchema.optional(),
+});
+registry.add(mintKeyBodySchema, { id: "MintKeyBody" });
+
+export const overrideBodySchema = z.strictObject({ limits: keyLimitsSchema });
+registry.add(overrideBodySchema, { id: "OverrideBody" });
+
+export const auditQuerySchema = z.strictObject({
+  kind: z.string().regex(AUDIT_KIND, "must match ^[a-z][a-z0-9_]{0,63}$").optional(),
+  tenant: tenantSlugSchema.optional(),
+  since: isoTimestamp.optional(),
+  cursor: z.string().regex(/^[1-9][0-9]{0,15}$/, "must be a next_cursor from a previous page").optional(),
+  limit: z
+    .string()
+    .regex(/^[1-9][0-9]{0,3}$/, "must be a whole number")
+    .transform(Number)
+    .pipe(z.number().max(MAX_AUDIT_PAGE, `must be <= ${MAX_AUDIT_PAGE}`))
+    .optional(),
+});
+
+// Answers (documentation only: the routes build them).
+const isoOut = z.string().describe("ISO 8601 date-time, UTC");
+const usageSchema = z.object({
+  bytes: z.number().int(),
+  objects: z.number().int(),
+  reserved_bytes: z.number().int(),
+  quota: quotaSchema,
+  requests_this_month: z.number().int(),
+});
+registry.add(usageSchema, { id: "TenantUsage" });
+
+export const tenantSchema = z.object({
+  tenant: z.string(),
+  limits: tenantLimitsSchema,
+  quota: quotaSchema,
+  created_at: isoOut,
+  updated_at: isoOut,
+  usage: z.object({ bytes: z.number().int(), objects: z.number().int(), reserved_bytes: z.number().int() }).nullable().optional(),
+});
+registry.add(tenantSchema, { id: "Tenant" });
+
+export const keySchema = z.object({
+  id: z.string(),
+  tenant: z.string(),
+  name: z.string(),
+  prefix: z.string().describe("`tg_<id>_` and the first 4 characters of the secret"),
+  created_at: isoOut,
+  expires_at: isoOut.nullable(),
+  revoked_at: isoOut.nullable(),
+  limits: keyLimitsSchema.nullable(),
+  last_used_at: isoOut.nullable(),
+  last_used_from: z.string().nullable(),
+  use_count: z.number().int(),
+});
+registry.add(keySchema, { id: "Key", description: "A key as listed: never its secret or digest." });
+
+export const mintedKeySchema = keySchema.extend({ key: z.string().describe("The secret key, shown once.") });
+registry.add(mintedKeySchema, { id: "MintedKey" });
+
+export const overrideSchema = z.object({ caller_key: z.string(), limits: keyLimitsSchema, updated_at: isoOut });
+registry.add(overrideSchema, { id: "Override" });
+
+export const auditEventSchema = z.object({
+  id: z.number().int(),
+  at: isoOut,
+  kind: z.string(),
+  actor: z.string(),
+  tenant: z.string().nullable(),
+  subject: z.string().nullable(),
+  detail: z.record(z.string(), z.unknown()),
+});
+registry.add(auditEventSchema, { id: "AuditEvent" });
+
+export const auditPageSchema = z.object({ events: z.array(auditEventSchema), next_cursor: z.string().nullable() });
+registry.add(auditPageSchema, { id: "AuditPage" });
+
+export const problemSchema = z.object({
+  type: z.string(),
+  title: z.string(),
+  status: z.number().int(),
+  detail: z.string(),
+  code: z.string(),
+  hint: z.string(),
+  field: z.string().optional(),
+});
+registry.add(problemSchema, { id: "Problem", description: "RFC 9457 problem details with a stable `code`; `field` names the invalid field on 400." });

@@ -1,0 +1,78 @@
+// A tenant's usage: quota figures live in its TenantQuota Durable Object (one
+// per tenant, exact and global), requests this month in usage_monthly (the
+// flushed usage tracker, so up to usage.flush_interval_s behind). Also
+// /reindex, which has the object recount its counters from its owner records.
+import type { Hono } from "hono";
+import type { Bindings } from "../context";
+import type { UsageResult } from "../durable/quota-types";
+import { insertAuditEvent } from "../db/audit";
+import { database } from "../db/client";
+import { getTenant } from "../db/tenants";
+import { monthlyUsage, periodOf } from "../db/usage-monthly";
+import { problem } from "../errors";
+import type { AdminEnv } from "./admin-env";
+import { tenantNotFound } from "./not-found";
+import { tenantSlugSchema } from "./schemas";
+import { stored } from "./storage";
+import { pathParam } from "./validate";
+
+/** Seconds a client should wait after the quota object failed to answer. */
+const QUOTA_RETRY_AFTER_S = 1;
+
+function quotaStub(env: Bindings, tenant: string) {
+  return env.TENANT_QUOTA.get(env.TENANT_QUOTA.idFromName(tenant));
+}
+
+/** The tenant's live quota usage, or null when its Durable Object does not answer. */
+export async function liveQuotaUsage(env: Bindings, tenant: string): Promise<UsageResult | null> {
+  try {
+    return await quotaStub(env, tenant).usage();
+  } catch (error) {
+    console.error(JSON.stringify({ level: "error", at_unix_ms: Date.now(), event: "quota_usage_failed", error: error instanceof Error ? error.name : "unknown" }));
+    return null;
+  }
+}
+
+function quotaUnavailable(): Response {
+  return problem("quota_unavailable", { detail: "The tenant's quota counters could not be read.", headers: { "retry-after": String(QUOTA_RETRY_AFTER_S) } });
+}
+
+export function registerUsageRoutes(app: Hono<AdminEnv>): void {
+  app.get("/tenants/:tenant/usage", async (c) => {
+    const slug = pathParam(tenantSlugSchema, c.req.param("tenant"), "tenant");
+    if (!slug.ok) return slug.response;
+    const db = database(c.env.DB);
+    const row = await stored(() => getTenant(db, slug.value));
+    if (row === null) return tenantNotFound(slug.value);
+    const usage = await liveQuotaUsage(c.env, slug.value);
+    if (usage === null) return quotaUnavailable();
+    const requests = await stored(() => monthlyUsage(db, slug.value, periodOf(Date.now()), "requests"));
+    let quota: unknown = {};
+    try {
+      quota = JSON.parse(row.quota);
+    } catch {
+      quota = {};
+    }
+    return c.json({ bytes: usage.bytes, objects: usage.objects, reserved_bytes: usage.reserved_bytes, quota, requests_this_month: requests });
+  });
+
+  app.post("/tenants/:tenant/reindex", async (c) => {
+    const slug = pathParam(tenantSlugSchema, c.req.param("tenant"), "tenant");
+    if (!slug.ok) return slug.response;
+    const db = database(c.env.DB);
+    const row = await stored(() => getTenant(db, slug.value));
+    if (row === null) return tenantNotFound(slug.value);
+    let result;
+    try {
+      result = await quotaStub(c.env, slug.value).reindex();
+    } catch (error) {
+      console.error(JSON.stringify({ level: "error", at_unix_ms: Date.now(), event: "quota_reindex_failed", error: error instanceof Error ? error.name : "unknown" }));
+      return quotaUnavailable();
+    }
+    const reindexed = { before: result.before, after: result.after, drift: result.drift };
+    // The recount lives in the Durable Object, not D1, so its audit event is a
+    // separate write; a recount is safe to repeat if that write fails.
+    await stored(() => insertAuditEvent(db, { atMs: Date.now(), kind: "tenant_reindexed", actor: "admin", tenant: slug.value, subject: null, detail: reindexed }).run());
+    return c.json({ tenant: slug.value, ...reindexed });
+  });
+}

@@ -1,0 +1,83 @@
+// Limits and quotas come out of D1 as JSON text the admin API validated when
+// it wrote them. They are compiled here, once per cache load, never per
+// request. A stored value that no longer parses (hand-edited, or written by a
+// newer version) is logged and treated as absent, so the next level of the
+// resolution order applies instead of the request failing.
+import { compileLimits, type LimitSpec } from "../engine/limit";
+import type { KeyLimits, TenantLimits } from "../engine/resolve-limits";
+import type { QuotaLimits } from "../durable/quota-types";
+
+function logBadStored(what: string): void {
+  console.warn(JSON.stringify({ level: "warn", at_unix_ms: Date.now(), event: "stored_value_invalid", what }));
+}
+
+function parseObject(text: string | null): Record<string, unknown> | null {
+  if (text === null) return null;
+  try {
+    const value: unknown = JSON.parse(text);
+    return typeof value === "object" && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : null;
+  } catch {
+    return null;
+  }
+}
+
+/** KeyLimits JSON (`{"<category>": [Limit]}`) compiled; null when absent or invalid. */
+export function compileStoredKeyLimits(text: string | null, what: string): KeyLimits | null {
+  const raw = parseObject(text);
+  if (raw === null) {
+    if (text !== null) logBadStored(what);
+    return null;
+  }
+  try {
+    // Null prototype: a stored category named "__proto__" stays a plain entry.
+    const out: Record<string, ReturnType<typeof compileLimits>> = Object.create(null);
+    for (const [category, list] of Object.entries(raw)) {
+      if (!Array.isArray(list)) throw new TypeError("not a list");
+      out[category] = compileLimits(list as LimitSpec[]);
+    }
+    return out;
+  } catch {
+    logBadStored(what);
+    return null;
+  }
+}
+
+/** TenantLimits JSON (`{"<category>": {"key"?: [Limit], "tenant"?: [Limit]}}`) compiled; null when absent, empty or invalid. */
+export function compileStoredTenantLimits(text: string | null, what: string): TenantLimits | null {
+  const raw = parseObject(text);
+  if (raw === null) {
+    if (text !== null) logBadStored(what);
+    return null;
+  }
+  try {
+    const out: Record<string, { key?: ReturnType<typeof compileLimits>; tenant?: ReturnType<typeof compileLimits> }> = Object.create(null);
+    for (const [category, byKind] of Object.entries(raw)) {
+      if (typeof byKind !== "object" || byKind === null) throw new TypeError("not an object");
+      const entry: { key?: ReturnType<typeof compileLimits>; tenant?: ReturnType<typeof compileLimits> } = {};
+      const { key, tenant } = byKind as { key?: unknown; tenant?: unknown };
+      if (key !== undefined) {
+        if (!Array.isArray(key)) throw new TypeError("not a list");
+        entry.key = compileLimits(key as LimitSpec[]);
+      }
+      if (tenant !== undefined) {
+        if (!Array.isArray(tenant)) throw new TypeError("not a list");
+        entry.tenant = compileLimits(tenant as LimitSpec[]);
+      }
+      out[category] = entry;
+    }
+    return Object.keys(out).length === 0 ? null : out;
+  } catch {
+    logBadStored(what);
+    return null;
+  }
+}
+
+/** Quota JSON; null when absent, empty or invalid (unlimited). */
+export function parseStoredQuota(text: string | null, what: string): QuotaLimits | null {
+  const raw = parseObject(text);
+  if (raw === null) {
+    if (text !== null) logBadStored(what);
+    return null;
+  }
+  return Object.keys(raw).length === 0 ? null : (raw as QuotaLimits);
+}

@@ -1,0 +1,113 @@
+// Helpers for the admin and key tests: admin calls through the Worker with a
+// config that lifts the admin rate limit (the default 10/s would throttle a
+// test file), and D1 bindings that count or fail.
+import { env } from "cloudflare:workers";
+import { expect } from "vitest";
+import { callGateway, type EnvOverrides, gatewayRequest } from "../helpers";
+
+export const ADMIN_TOKEN = "test-admin-token-0123456789";
+export const AUDITOR_TOKEN = "test-auditor-token-0123456789";
+export const ADMIN_BASE = "/_tollgate/admin/v1";
+
+/** A config whose admin limit no test file reaches. One object per file keeps it parsed once. */
+export function testConfig(extra: Record<string, unknown> = {}): Record<string, unknown> {
+  return { categories: { admin: { limits: { admin: [{ count: 100_000, window_s: 1 }] } } }, ...extra };
+}
+
+export interface AdminCall {
+  token?: string | null;
+  body?: unknown;
+  rawBody?: string;
+  headers?: Record<string, string>;
+  env?: EnvOverrides;
+}
+
+export function adminCall(method: string, path: string, config: Record<string, unknown>, call: AdminCall = {}): Promise<Response> {
+  const headers = new Headers(call.headers);
+  const token = call.token === undefined ? ADMIN_TOKEN : call.token;
+  if (token !== null) headers.set("authorization", `Bearer ${token}`);
+  let body: string | undefined = call.rawBody;
+  if (call.body !== undefined) {
+    body = JSON.stringify(call.body);
+    headers.set("content-type", "application/json");
+  }
+  return callGateway(gatewayRequest(`${ADMIN_BASE}${path}`, { method, headers, ...(body === undefined ? {} : { body }) }), { TOLLGATE: config, ...call.env });
+}
+
+export async function jsonOf<T = Record<string, unknown>>(response: Response, status: number): Promise<T> {
+  const text = await response.text();
+  expect(response.status, text).toBe(status);
+  return JSON.parse(text) as T;
+}
+
+export async function createTenant(config: Record<string, unknown>, slug: string, body: unknown = {}): Promise<void> {
+  await jsonOf(await adminCall("PUT", `/tenants/${slug}`, config, { body }), 201);
+}
+
+export interface Minted {
+  id: string;
+  key: string;
+  name: string;
+  prefix: string;
+  created_at: string;
+  expires_at: string | null;
+}
+
+export async function mintKey(config: Record<string, unknown>, tenant: string, body: Record<string, unknown> = { name: "test key" }): Promise<Minted> {
+  return jsonOf<Minted>(await adminCall("POST", `/tenants/${tenant}/keys`, config, { body }), 201);
+}
+
+/** A gateway request with a credential, from `ip`. */
+export function keyedCall(key: string, path: string, config: Record<string, unknown>, options: { ip?: string; tag?: string; db?: D1Database; settle?: boolean; header?: "authorization" | "x-api-key" } = {}): Promise<Response> {
+  const headers: Record<string, string> = {};
+  if (options.header === "x-api-key") headers["x-api-key"] = key;
+  else headers.authorization = `Bearer ${key}`;
+  if (options.tag !== undefined) headers["x-test-tag"] = options.tag;
+  return callGateway(
+    gatewayRequest(path, { headers, ip: options.ip ?? "198.51.100.7" }),
+    { TOLLGATE: config, ...(options.db === undefined ? {} : { DB: options.db }) },
+    { settle: options.settle ?? false },
+  );
+}
+
+export interface QueryCounts {
+  prepare: number;
+  batch: number;
+  exec: number;
+}
+
+/** env.DB behind a proxy that counts every statement prepared, batch and exec. */
+export function countingDb(db: D1Database = env.DB): { db: D1Database; counts: QueryCounts } {
+  const counts: QueryCounts = { prepare: 0, batch: 0, exec: 0 };
+  const proxy = new Proxy(db, {
+    get(target, prop) {
+      const value: unknown = Reflect.get(target, prop);
+      if (typeof value !== "function") return value;
+      return (...args: unknown[]) => {
+        if (prop === "prepare") counts.prepare++;
+        else if (prop === "batch") counts.batch++;
+        else if (prop === "exec") counts.exec++;
+        return (value as (...a: unknown[]) => unknown).apply(target, args);
+      };
+    },
+  });
+  return { db: proxy, counts };
+}
+
+/** A D1 binding that fails every query, as an outage would. */
+export function failingDb(): D1Database {
+  const fail = () => {
+    throw new Error("D1_ERROR: simulated outage");
+  };
+  return {
+    prepare: fail,
+    batch: async () => fail(),
+    exec: async () => fail(),
+    dump: async () => fail(),
+    withSession: fail,
+  } as unknown as D1Database;
+}
+
+export function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}

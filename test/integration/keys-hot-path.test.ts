@@ -1,0 +1,67 @@
+import { describe, expect, it } from "vitest";
+import { callGateway, gatewayRequest, problemOf, unique, uniqueIp } from "../helpers";
+import { countingDb, createTenant, keyedCall, mintKey, testConfig } from "./admin-helpers";
+
+// A long TTL so the whole run stays inside one cache period.
+const CONFIG = testConfig({ cache_ttl_s: 300 });
+
+describe("the hot path", () => {
+  it("makes no D1 query over 1,000 requests with a cached key", async () => {
+    const tenant = unique("hot");
+    await createTenant(CONFIG, tenant, { limits: { request: { key: [{ count: 100_000, window_s: 1 }] } } });
+    const minted = await mintKey(CONFIG, tenant);
+    const { db, counts } = countingDb();
+    const ip = uniqueIp();
+    // The first request loads the key and the override snapshot.
+    expect((await keyedCall(minted.key, "/hot", CONFIG, { db, ip })).status).toBe(200);
+    expect(counts).toEqual({ prepare: 2, batch: 0, exec: 0 });
+
+    const before = { ...counts };
+    for (let i = 0; i < 1_000; i++) {
+      const response = await keyedCall(minted.key, "/hot", CONFIG, { db, ip, settle: i === 999 });
+      expect(response.status).toBe(200);
+      await response.body?.cancel();
+    }
+    expect(counts).toEqual(before);
+  });
+
+  it("answers the 61st bad key from one address with 429 auth_failures and no D1 query", async () => {
+    const ip = uniqueIp();
+    const { db, counts } = countingDb();
+    const randomKey = () => `tg_${crypto.randomUUID().replace(/-/g, "").slice(0, 12)}_${crypto.randomUUID().replace(/-/g, "")}`;
+    for (let i = 0; i < 60; i++) {
+      const refused = await keyedCall(randomKey(), "/x", CONFIG, { db, ip });
+      expect(refused.status).toBe(401);
+      expect((await problemOf(refused)).code).toBe("invalid_credential");
+    }
+    expect(counts.prepare).toBe(60);
+
+    const before = { ...counts };
+    const gated = await keyedCall(randomKey(), "/x", CONFIG, { db, ip });
+    expect(gated.status).toBe(429);
+    const body = await problemOf(gated);
+    expect(body.code).toBe("auth_failures");
+    expect(body.retry_after_ms).toBeGreaterThan(0);
+    expect(Number(gated.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
+    expect(JSON.stringify(body)).not.toContain(ip);
+    expect(counts).toEqual(before);
+
+    // Even a good key from that address is refused before any lookup; other addresses are unaffected.
+    const tenant = unique("gate");
+    await createTenant(CONFIG, tenant);
+    const minted = await mintKey(CONFIG, tenant);
+    expect((await keyedCall(minted.key, "/x", CONFIG, { db, ip })).status).toBe(429);
+    expect(counts).toEqual(before);
+    expect((await keyedCall(minted.key, "/x", CONFIG, { ip: uniqueIp() })).status).toBe(200);
+    // Anonymous requests from the address carry no credential and pass the gate.
+    expect((await callGateway(gatewayRequest("/x", { ip }), { TOLLGATE: CONFIG })).status).toBe(200);
+  });
+
+  it("charges malformed keys to the gate without querying D1", async () => {
+    const ip = uniqueIp();
+    const { db, counts } = countingDb();
+    for (let i = 0; i < 60; i++) expect((await keyedCall(`bogus-${i}`, "/x", CONFIG, { db, ip })).status).toBe(401);
+    expect((await keyedCall("bogus", "/x", CONFIG, { db, ip })).status).toBe(429);
+    expect(counts).toEqual({ prepare: 0, batch: 0, exec: 0 });
+  });
+});
