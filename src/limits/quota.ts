@@ -15,7 +15,7 @@ import type { AuditDue, QuotaLimits, QuotaWarning, ReserveResult, SettleResult }
 import { problem } from "../errors";
 import { auditInBackground } from "./background";
 import { refuse } from "./refuse";
-import { declaredLength } from "./size";
+import { declaredLength } from "../proxy/content-length";
 
 /** Seconds a client is told to wait when the quota object cannot answer. */
 export const QUOTA_UNAVAILABLE_RETRY_AFTER_S = 1;

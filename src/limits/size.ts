@@ -3,15 +3,8 @@
 import type { MiddlewareHandler } from "hono";
 import type { GatewayEnv } from "../context";
 import { problem } from "../errors";
+import { declaredLength } from "../proxy/content-length";
 import { refuse } from "./refuse";
-
-/** Content-Length as a whole number of bytes, or null when absent or malformed. */
-export function declaredLength(headers: Headers): number | null {
-  const raw = headers.get("content-length");
-  if (raw === null || !/^\d{1,16}$/.test(raw.trim())) return null;
-  const n = Number(raw.trim());
-  return Number.isSafeInteger(n) ? n : null;
-}
 
 export function sizeLimit(): MiddlewareHandler<GatewayEnv> {
   return async function sizeLimit(c, next) {

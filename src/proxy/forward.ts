@@ -2,6 +2,7 @@
 // Bodies are never buffered: the request's stream is handed to fetch and the
 // origin's stream is handed to the client.
 import { problem } from "../errors";
+import { declaredLength, fixedLengthBody } from "./content-length";
 import { dropHopByHop } from "./hop-by-hop";
 import { type OriginBase, originUrlFor } from "./origin-url";
 
@@ -39,13 +40,17 @@ export function originRequestHeaders(incoming: Headers, who: ForwardIdentity): H
 export async function forward(request: Request, url: URL, base: OriginBase | null, who: ForwardIdentity): Promise<Response> {
   const headers = originRequestHeaders(request.headers, who);
   const target = base === null ? request.url : originUrlFor(base, url.pathname, url.search);
-  const hasBody = request.body !== null && request.method !== "GET" && request.method !== "HEAD";
+  let body: ReadableStream<Uint8Array> | null = request.method === "GET" || request.method === "HEAD" ? null : request.body;
+  if (body !== null) {
+    const bytes = declaredLength(request.headers);
+    if (bytes !== null) body = fixedLengthBody(body, bytes);
+  }
   let response: Response;
   try {
     response = await fetch(target, {
       method: request.method,
       headers,
-      body: hasBody ? request.body : null,
+      body,
       // The client sees the origin's redirects as they are; the gateway never follows them.
       redirect: "manual",
     });
