@@ -38,6 +38,10 @@ export class UsageTracker {
   #flushing = false;
   /** When the next flush may run; set by the first use after a flush. */
   #nextFlushAtMs: number | null = null;
+  /** The current UTC month, `YYYY-MM`, valid in [#periodFromMs, #periodUntilMs): saves a Date per request. */
+  #period = "";
+  #periodFromMs = 0;
+  #periodUntilMs = 0;
 
   get stats(): UsageTrackerStats {
     return { pending: this.#keys.size + this.#metrics.size, dropped: this.#dropped, flushes: this.#flushes, failedFlushes: this.#failedFlushes };
@@ -63,12 +67,22 @@ export class UsageTracker {
 
   /** Adds `amount` to a tenant's monthly metric (the month of `atMs`, UTC). */
   addTenantMetric(tenant: string, metric: string, amount: number, atMs: number, maxPending: number, intervalMs: number): void {
-    const id = `${tenant}\n${periodOf(atMs)}\n${metric}`;
+    const id = `${tenant}\n${this.#periodOf(atMs)}\n${metric}`;
     const value = this.#metrics.get(id);
     if (value !== undefined) this.#metrics.set(id, value + amount);
     else if (this.#keys.size + this.#metrics.size < maxPending) this.#metrics.set(id, amount);
     else this.#dropped += 1;
     this.#nextFlushAtMs ??= atMs + intervalMs;
+  }
+
+  #periodOf(atMs: number): string {
+    if (atMs < this.#periodFromMs || atMs >= this.#periodUntilMs) {
+      const at = new Date(atMs);
+      this.#period = periodOf(atMs);
+      this.#periodFromMs = Date.UTC(at.getUTCFullYear(), at.getUTCMonth(), 1);
+      this.#periodUntilMs = Date.UTC(at.getUTCFullYear(), at.getUTCMonth() + 1, 1);
+    }
+    return this.#period;
   }
 
   /**
