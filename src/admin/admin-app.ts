@@ -6,6 +6,7 @@ import { problem } from "../errors";
 import type { AdminEnv } from "./admin-env";
 import { registerAuditRoutes } from "./audit";
 import { adminAuth } from "./auth";
+import { registerExportRoutes } from "./export";
 import { registerKeyRoutes } from "./keys";
 import { registerOpenApiRoute } from "./openapi";
 import { registerOverrideRoutes } from "./overrides";
@@ -20,6 +21,7 @@ export function createAdminApp(): Hono<AdminEnv> {
   registerKeyRoutes(admin);
   registerOverrideRoutes(admin);
   registerUsageRoutes(admin);
+  registerExportRoutes(admin);
   registerAuditRoutes(admin);
   registerOpenApiRoute(admin);
   admin.all("*", () => problem("not_found", { detail: "No such admin path or method." }));

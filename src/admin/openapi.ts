@@ -3,6 +3,7 @@
 import type { Hono } from "hono";
 import { z } from "zod";
 import type { AdminEnv } from "./admin-env";
+import { EXPORT_FORMATS, MAX_EXPORT_MONTHS, MAX_EXPORT_ROWS, PERIOD } from "./export";
 import { MAX_AUDIT_PAGE, registry, TENANT_SLUG } from "./schemas";
 
 type Json = Record<string, unknown>;
@@ -103,6 +104,27 @@ export function openApiDocument(): Json {
               { name: "since", in: "query", description: "ISO 8601 date-time", schema: { type: "string", format: "date-time" } },
               { name: "cursor", in: "query", description: "`next_cursor` of the previous page", schema: { type: "string" } },
               { name: "limit", in: "query", schema: { type: "integer", minimum: 1, maximum: MAX_AUDIT_PAGE, default: 50 } },
+            ],
+          },
+        ),
+      },
+      "/usage/export": {
+        get: op(
+          "Chargeback rows (tenant, period, metric, value) for a range of UTC months, sorted by period, tenant, metric, as an attachment. CSV is RFC 4180 (CRLF, a header row, every text cell quoted); a text cell that begins with =, +, -, @, tab, CR or LF (also after NFKC normalisation and leading spaces) gets a leading `'`; values are bare integers. The same data gives byte-identical output.",
+          {
+            "200": {
+              description: "the export (Content-Disposition: attachment; filename=\"tollgate-usage-<from>-<to>.<format>\")",
+              content: { "text/csv": { schema: { type: "string" } }, "application/x-ndjson": { schema: { type: "string", description: 'one {"tenant","period","metric","value"} object per line' } } },
+            },
+            "400": problemResponse(`invalid_request: a malformed month, \`to\` before \`from\`, more than ${MAX_EXPORT_MONTHS} months, an unknown format or tenant, or more than ${MAX_EXPORT_ROWS} rows (narrow the range)`),
+            ...COMMON_ERRORS,
+          },
+          {
+            parameters: [
+              { name: "from", in: "query", description: "first month, inclusive; default the current UTC month", schema: { type: "string", pattern: PERIOD.source } },
+              { name: "to", in: "query", description: `last month, inclusive; default \`from\`; at most ${MAX_EXPORT_MONTHS} months from \`from\`, both counted`, schema: { type: "string", pattern: PERIOD.source } },
+              { name: "format", in: "query", schema: { type: "string", enum: [...EXPORT_FORMATS], default: "csv" } },
+              { name: "tenant", in: "query", description: "only this tenant's rows", schema: { type: "string", pattern: TENANT_SLUG.source } },
             ],
           },
         ),
