@@ -1,0 +1,219 @@
+// Per-tenant monthly metering (DESIGN §6, issue 6 item 2): `requests`
+// (admitted requests), `bytes_in` (request body bytes forwarded) and
+// `bytes_stored` (the quota object's signed delta: + on commit, − on remove),
+// per tenant and UTC calendar month. Each isolate sums deltas in memory and
+// writes them in the background (waitUntil) at most once per
+// usage.flush_interval_s, as upserts that ADD to usage_monthly.value, so two
+// isolates flushing at once never overwrite each other.
+//
+// It never blocks or fails a request: `add` is a Map update and `maybeFlush`
+// only hands a promise to waitUntil; a flush's error is logged (by name: a D1
+// error can carry SQL) and its deltas are merged back for the next flush. It
+// holds at most `maxPending` distinct (tenant, month, metric) entries; past
+// that a new entry's delta is dropped and counted (an entry already pending
+// still adds).
+import { sql } from "drizzle-orm";
+import type { Db } from "./client";
+import { usageMonthly } from "./schema";
+import { periodOf } from "./usage-monthly";
+
+export type MeterMetric = "requests" | "bytes_in" | "bytes_stored";
+
+interface Pending {
+  readonly tenant: string;
+  /** `YYYY-MM`, UTC. */
+  readonly period: string;
+  readonly metric: MeterMetric;
+  /** The summed delta; bytes_stored may be negative. */
+  value: number;
+  /** How many `add` calls the value sums: what is lost (and counted) if the entry is dropped. */
+  adds: number;
+}
+
+/**
+ * Rows per INSERT: D1 binds at most 100 parameters per statement and a row
+ * binds 4. The statements of one flush go in one batch (one transaction).
+ */
+const ROWS_PER_STATEMENT = 25;
+
+/** The largest distance from the epoch, in ms, a Date can hold; past it `new Date(ms).toISOString()` throws. */
+const MAX_DATE_MS = 8.64e15;
+
+export interface UsageMeterStats {
+  /** Distinct (tenant, month, metric) entries waiting for the next flush. */
+  readonly pending: number;
+  /** `add` calls whose delta was lost: refused when full, or not put back after a failed flush. */
+  readonly dropped: number;
+  readonly flushes: number;
+  readonly failedFlushes: number;
+}
+
+export class UsageMeter {
+  /** `tenant \n period \n metric` → pending delta. */
+  #pending = new Map<string, Pending>();
+  #dropped = 0;
+  #flushes = 0;
+  #failedFlushes = 0;
+  /** The bound the last `add` was given: a failed flush puts entries back within it. */
+  #maxPending = 0;
+  /** The flush being written, if any: one at a time per meter. */
+  #inFlight: Promise<void> | null = null;
+  /**
+   * The interval is counted from here: the first `add` into an empty meter,
+   * then the start of each flush. Null while nothing is pending and no flush
+   * has set it, so an idle isolate does not flush the moment it wakes.
+   */
+  #intervalFromMs: number | null = null;
+  /** The UTC month `YYYY-MM` valid in [#periodFromMs, #periodUntilMs): saves a Date per add. */
+  #period = "";
+  #periodFromMs = 0;
+  #periodUntilMs = 0;
+
+  get stats(): UsageMeterStats {
+    return { pending: this.#pending.size, dropped: this.#dropped, flushes: this.#flushes, failedFlushes: this.#failedFlushes };
+  }
+
+  /** `add` calls whose delta was lost because the meter was full (see UsageMeterStats.dropped). */
+  droppedCount(): number {
+    return this.#dropped;
+  }
+
+  /**
+   * Adds `delta` to `tenant`'s `metric` for the UTC month of `nowMs`. A delta
+   * that is not a safe integer (NaN, Infinity, a fraction), or a `nowMs` that
+   * is no time, is ignored: the column is an integer and a caller bug must
+   * not poison a tenant's bill. A delta of 0 changes nothing. Never throws.
+   */
+  add(tenant: string, metric: MeterMetric, delta: number, nowMs: number, maxPending: number): void {
+    this.#maxPending = maxPending;
+    if (delta === 0 || !Number.isSafeInteger(delta) || !(Math.abs(nowMs) <= MAX_DATE_MS)) return;
+    const period = this.#periodOf(nowMs);
+    const id = `${tenant}\n${period}\n${metric}`;
+    const entry = this.#pending.get(id);
+    if (entry !== undefined) {
+      entry.value += delta;
+      entry.adds += 1;
+    } else if (this.#pending.size < maxPending) {
+      this.#pending.set(id, { tenant, period, metric, value: delta, adds: 1 });
+    } else {
+      this.#dropped += 1;
+      return;
+    }
+    this.#intervalFromMs ??= nowMs;
+  }
+
+  #periodOf(atMs: number): string {
+    if (!(atMs >= this.#periodFromMs && atMs < this.#periodUntilMs)) {
+      const at = new Date(atMs);
+      this.#period = periodOf(atMs);
+      this.#periodFromMs = Date.UTC(at.getUTCFullYear(), at.getUTCMonth(), 1);
+      this.#periodUntilMs = Date.UTC(at.getUTCFullYear(), at.getUTCMonth() + 1, 1);
+    }
+    return this.#period;
+  }
+
+  /**
+   * Starts a flush when one is due — something pending, `flushIntervalMs`
+   * passed since the first add into an empty meter or since the last flush
+   * began, and no flush running — and hands its promise to `waitUntil`. The
+   * interval is per isolate (per meter), not per entry: one batch carries
+   * everything. Returns whether it started one. `db` is called only then.
+   * Never throws; the promise never rejects.
+   */
+  maybeFlush(db: () => Db, nowMs: number, flushIntervalMs: number, waitUntil: (p: Promise<unknown>) => void): boolean {
+    if (this.#inFlight !== null || this.#intervalFromMs === null || nowMs - this.#intervalFromMs < flushIntervalMs) return false;
+    if (this.#pending.size === 0) {
+      this.#intervalFromMs = null;
+      return false;
+    }
+    const work = this.#flush(db, nowMs);
+    try {
+      waitUntil(work);
+    } catch {
+      // No execution context (the app called without one): the write still runs.
+    }
+    return true;
+  }
+
+  /**
+   * Writes everything pending now, whatever the interval (tests, shutdown),
+   * after any flush already running. Resolves when written or put back;
+   * never rejects.
+   */
+  async flushNow(db: Db, nowMs: number): Promise<void> {
+    while (this.#inFlight !== null) await this.#inFlight;
+    if (this.#pending.size === 0) return;
+    await this.#flush(() => db, nowMs);
+  }
+
+  /** Swaps the pending map out synchronously, so adds during the write go to a fresh one. */
+  #flush(db: () => Db, nowMs: number): Promise<void> {
+    const entries = [...this.#pending.values()];
+    this.#pending = new Map();
+    this.#intervalFromMs = nowMs;
+    const work = this.#write(db, entries).finally(() => {
+      this.#inFlight = null;
+    });
+    this.#inFlight = work;
+    return work;
+  }
+
+  async #write(db: () => Db, entries: readonly Pending[]): Promise<void> {
+    // Entries that net to zero (a commit and a remove of the same bytes) need no write.
+    const rows = entries.filter((e) => e.value !== 0).map(({ tenant, period, metric, value }) => ({ tenant, period, metric, value }));
+    try {
+      if (rows.length > 0) {
+        const handle = db();
+        const statements = [];
+        for (let i = 0; i < rows.length; i += ROWS_PER_STATEMENT) {
+          statements.push(
+            handle
+              .insert(usageMonthly)
+              .values(rows.slice(i, i + ROWS_PER_STATEMENT))
+              .onConflictDoUpdate({
+                target: [usageMonthly.tenant, usageMonthly.period, usageMonthly.metric],
+                set: { value: sql`${usageMonthly.value} + excluded.value` },
+              }),
+          );
+        }
+        const [first, ...rest] = statements;
+        // One batch is one transaction: it lands whole or not at all, so putting every entry back on a failure never counts twice.
+        if (first !== undefined) await handle.batch([first, ...rest]);
+      }
+      this.#flushes += 1;
+    } catch (error) {
+      this.#failedFlushes += 1;
+      this.#mergeBack(entries);
+      console.warn(JSON.stringify({ level: "warn", at_unix_ms: Date.now(), event: "usage_meter_flush_failed", error: error instanceof Error ? error.name : "unknown" }));
+    }
+  }
+
+  /**
+   * Puts a failed flush's entries back into the current map, adding to any
+   * entry accrued since. An entry with no counterpart is put back only while
+   * the map is under the bound `add` last saw; the rest are dropped and their
+   * adds counted.
+   */
+  #mergeBack(entries: readonly Pending[]): void {
+    for (const entry of entries) {
+      const id = `${entry.tenant}\n${entry.period}\n${entry.metric}`;
+      const now = this.#pending.get(id);
+      if (now !== undefined) {
+        now.value += entry.value;
+        now.adds += entry.adds;
+      } else if (this.#pending.size < this.#maxPending) {
+        this.#pending.set(id, entry);
+      } else {
+        this.#dropped += entry.adds;
+      }
+    }
+  }
+}
+
+/** A meter of its own: a test's second "isolate", or a test that must not share the module's. */
+export function createUsageMeter(): UsageMeter {
+  return new UsageMeter();
+}
+
+/** The isolate's meter. Bounded by usage.max_pending (passed to `add`). */
+export const usageMeter = createUsageMeter();
