@@ -74,7 +74,7 @@ export function authenticate(): MiddlewareHandler<GatewayEnv> {
       await next();
       const caller = c.var.caller;
       if (caller.kind === "key" && c.var.decision === "admitted") {
-        usageTracker.recordKeyUse(caller.keyId, caller.tenant, c.var.clientAddress, Date.now(), config.usageMaxPending, config.usageFlushIntervalMs);
+        usageTracker.recordKeyUse(caller.keyId, c.var.clientAddress, Date.now(), config.usageMaxPending, config.usageFlushIntervalMs);
       }
       usageTracker.maybeFlush(() => database(c.env.DB), Date.now(), config.usageFlushIntervalMs, waitUntilOf(c));
     };

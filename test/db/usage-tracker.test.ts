@@ -3,7 +3,6 @@ import { describe, expect, it } from "vitest";
 import { database } from "../../src/db/client";
 import { getKey, insertKey } from "../../src/db/keys";
 import { putTenant } from "../../src/db/tenants";
-import { monthlyUsage, periodOf } from "../../src/db/usage-monthly";
 import { UsageTracker } from "../../src/identity/usage-tracker";
 import { unique } from "../helpers";
 import { failingDb } from "../integration/admin-helpers";
@@ -33,16 +32,15 @@ describe("UsageTracker", () => {
     const tracker = new UsageTracker();
     const t0 = Date.UTC(2031, 4, 10);
     const { waitUntil, settle } = collector();
-    tracker.recordKeyUse(id, tenant, "192.0.2.1", t0, MAX_PENDING, INTERVAL_MS);
+    tracker.recordKeyUse(id, "192.0.2.1", t0, MAX_PENDING, INTERVAL_MS);
     expect(tracker.maybeFlush(() => db, t0, INTERVAL_MS, waitUntil)).toBe(false);
-    tracker.recordKeyUse(id, tenant, "192.0.2.2", t0 + 10, MAX_PENDING, INTERVAL_MS);
+    tracker.recordKeyUse(id, "192.0.2.2", t0 + 10, MAX_PENDING, INTERVAL_MS);
     expect(tracker.maybeFlush(() => db, t0 + INTERVAL_MS - 1, INTERVAL_MS, waitUntil)).toBe(false);
     expect(tracker.maybeFlush(() => db, t0 + INTERVAL_MS, INTERVAL_MS, waitUntil)).toBe(true);
     await settle();
     expect(await getKey(db, id)).toMatchObject({ useCount: 2, lastUsedAt: t0 + 10, lastUsedFrom: "192.0.2.2" });
-    expect(await monthlyUsage(db, tenant, periodOf(t0), "requests")).toBe(2);
 
-    tracker.recordKeyUse(id, tenant, "192.0.2.3", t0 + INTERVAL_MS + 5, MAX_PENDING, INTERVAL_MS);
+    tracker.recordKeyUse(id, "192.0.2.3", t0 + INTERVAL_MS + 5, MAX_PENDING, INTERVAL_MS);
     expect(tracker.maybeFlush(() => db, t0 + INTERVAL_MS + 5, INTERVAL_MS, waitUntil)).toBe(false);
     expect(tracker.maybeFlush(() => db, t0 + 2 * INTERVAL_MS, INTERVAL_MS, waitUntil)).toBe(true);
     await settle();
@@ -50,15 +48,14 @@ describe("UsageTracker", () => {
     expect(tracker.stats).toMatchObject({ pending: 0, dropped: 0, flushes: 2, failedFlushes: 0 });
   });
 
-  it("drops and counts new entries when full, still counting keys already pending", () => {
+  it("drops and counts uses of new keys when full, still counting keys already pending", () => {
     const tracker = new UsageTracker();
-    const tenant = unique("full");
-    // Each new key adds a key entry; the tenant-month metric is one more entry.
-    tracker.recordKeyUse("k1", tenant, "a", 0, 3, INTERVAL_MS);
-    tracker.recordKeyUse("k2", tenant, "a", 0, 3, INTERVAL_MS);
-    tracker.recordKeyUse("k3", tenant, "a", 0, 3, INTERVAL_MS);
-    tracker.recordKeyUse("k1", tenant, "a", 0, 3, INTERVAL_MS);
-    expect(tracker.stats).toMatchObject({ pending: 3, dropped: 1 });
+    tracker.recordKeyUse("k1", "a", 0, 2, INTERVAL_MS);
+    tracker.recordKeyUse("k2", "a", 0, 2, INTERVAL_MS);
+    tracker.recordKeyUse("k3", "a", 0, 2, INTERVAL_MS);
+    tracker.recordKeyUse("k3", "a", 0, 2, INTERVAL_MS);
+    tracker.recordKeyUse("k1", "a", 0, 2, INTERVAL_MS);
+    expect(tracker.stats).toMatchObject({ pending: 2, dropped: 2 });
   });
 
   it("puts the figures back when a flush fails, and writes them with the next one", async () => {
@@ -67,15 +64,14 @@ describe("UsageTracker", () => {
     const tracker = new UsageTracker();
     const t0 = Date.UTC(2031, 5, 1);
     const { waitUntil, settle } = collector();
-    tracker.recordKeyUse(id, tenant, "192.0.2.9", t0, MAX_PENDING, INTERVAL_MS);
+    tracker.recordKeyUse(id, "192.0.2.9", t0, MAX_PENDING, INTERVAL_MS);
     const down = database(failingDb());
     expect(tracker.maybeFlush(() => down, t0 + INTERVAL_MS, INTERVAL_MS, waitUntil)).toBe(true);
     await settle();
-    expect(tracker.stats).toMatchObject({ failedFlushes: 1, pending: 2 });
-    tracker.recordKeyUse(id, tenant, "192.0.2.9", t0 + INTERVAL_MS + 1, MAX_PENDING, INTERVAL_MS);
+    expect(tracker.stats).toMatchObject({ failedFlushes: 1, pending: 1 });
+    tracker.recordKeyUse(id, "192.0.2.9", t0 + INTERVAL_MS + 1, MAX_PENDING, INTERVAL_MS);
     expect(tracker.maybeFlush(() => db, t0 + 2 * INTERVAL_MS, INTERVAL_MS, waitUntil)).toBe(true);
     await settle();
     expect(await getKey(db, id)).toMatchObject({ useCount: 2 });
-    expect(await monthlyUsage(db, tenant, periodOf(t0), "requests")).toBe(2);
   });
 });

