@@ -1,0 +1,140 @@
+// A limit, as config and the admin API write it, and its compiled form.
+//
+// Exactness. The emission interval T = W/C is often fractional (1000/3 ms), so
+// the engine never meters in floating-point milliseconds. Each limit gets its
+// own time unit, 1/unitsPerMs ms, chosen so that T is a whole number of units:
+// with windowMs = W·1000 and g = gcd(windowMs, C), T = (windowMs/g)/(C/g) ms,
+// i.e. intervalUnits = windowMs/g units of 1/unitsPerMs = C/g ms each. Every
+// quantity the admission rule compares (E − t, n·T, B·T) is then a whole
+// number of units, held in a double. Doubles hold every integer below 2^53
+// exactly. A state never reaches past t + max(B, MAX_COST)·T, and a check adds
+// at most MAX_COST·T to it, so limitError refuses a limit unless
+// (burst + 2·MAX_COST)·intervalUnits ≤ MAX_EXACT_UNITS = 2^52. That leaves
+// room below 2^53 for rounding up to whole ms (one more unitsPerMs ≤ 10^9),
+// and keeps any state's TAT within 2^52 ms of now, which the limiter table
+// stores in 53 bits. Real limits sit far below it (1000/s: T = 1 ms, one unit
+// per ms; 1 per 366 days with a burst of 1: 6.3·10^14); it refuses only
+// absurd ones such as a burst of 10^9 over a year-long window with a prime
+// count.
+import { mix32, mixWhole, fmix32 } from "./hash32";
+
+/** The config / admin JSON shape: a sustained `count` per `window_s` seconds, bursts up to `burst` (default `count`). */
+export interface LimitSpec {
+  count: number;
+  window_s: number;
+  burst?: number;
+}
+
+/** A validated limit with everything the admission rule needs precomputed. Frozen; compare by value, not identity. */
+export interface Limit {
+  readonly count: number;
+  readonly windowS: number;
+  readonly burst: number;
+  readonly windowMs: number;
+  /** The metering unit is 1/unitsPerMs ms (C/g; 1 whenever T is a whole number of ms). */
+  readonly unitsPerMs: number;
+  /** The emission interval T = W/C in units (windowMs/g). */
+  readonly intervalUnits: number;
+  /** The tolerance B·T in units: a spend fits when it ends at most this far after now. */
+  readonly toleranceUnits: number;
+  /** Two 32-bit words hashed from (count, windowMs, burst), mixed into the table key so a changed limit starts from fresh state. */
+  readonly keySaltA: number;
+  readonly keySaltB: number;
+}
+
+/** Limits per list (per subject and category): say one per minute and one per hour. */
+export const MAX_LIMITS_PER_LIST = 3;
+/** Bounds that keep every metered quantity an exact integer (see the header comment). */
+export const MAX_COUNT = 1_000_000_000;
+export const MAX_BURST = 1_000_000_000;
+/** 366 days. */
+export const MAX_WINDOW_S = 31_622_400;
+/** The largest cost of one spend (routes' charges); part of the exactness bound. */
+export const MAX_COST = 10_000;
+/** The largest number of units a state plus a spend may reach (see the header comment). */
+export const MAX_EXACT_UNITS = 2 ** 52;
+
+function isWholeIn(value: unknown, min: number, max: number): value is number {
+  return typeof value === "number" && Number.isInteger(value) && value >= min && value <= max;
+}
+
+function gcd(a: number, b: number): number {
+  while (b !== 0) {
+    const r = a % b;
+    a = b;
+    b = r;
+  }
+  return a;
+}
+
+/** Null when `spec` is a valid limit, else a short reason naming the field. */
+export function limitError(spec: unknown): string | null {
+  if (typeof spec !== "object" || spec === null || Array.isArray(spec)) return "a limit must be an object {count, window_s, burst?}";
+  const { count, window_s: windowS, burst } = spec as Record<string, unknown>;
+  if (!isWholeIn(count, 1, MAX_COUNT)) return `count must be a whole number > 0 and <= ${MAX_COUNT}`;
+  if (typeof windowS !== "number" || !Number.isFinite(windowS) || windowS <= 0) return "window_s must be a finite number of seconds > 0";
+  if (windowS > MAX_WINDOW_S) return `window_s must be <= ${MAX_WINDOW_S} (366 days)`;
+  // Whole milliseconds, so that T is an exact fraction; 0.25 is fine, 0.0001 is not.
+  const windowMs = Math.round(windowS * 1000);
+  if (windowMs === 0 || windowMs / 1000 !== windowS) return "window_s must be a whole number of milliseconds (e.g. 0.25, not 0.0001)";
+  if (burst !== undefined && !isWholeIn(burst, 1, MAX_BURST)) return `burst must be a whole number > 0 and <= ${MAX_BURST}`;
+  const burstCount = burst ?? count;
+  const intervalUnits = windowMs / gcd(windowMs, count);
+  if ((burstCount + 2 * MAX_COST) * intervalUnits > MAX_EXACT_UNITS) {
+    return "burst × window_s is too large to meter exactly for this count: shorten window_s or lower burst";
+  }
+  return null;
+}
+
+/** Compiles a valid spec. Throws on an invalid one: callers validate first, so that is a bug. */
+export function compileLimit(spec: LimitSpec): Limit {
+  const reason = limitError(spec);
+  if (reason !== null) throw new TypeError(`invalid limit: ${reason}`);
+  const count = spec.count;
+  const burst = spec.burst ?? count;
+  const windowMs = Math.round(spec.window_s * 1000);
+  const g = gcd(windowMs, count);
+  const intervalUnits = windowMs / g;
+  let a = mix32(mixWhole(mix32(0x243f6a88, count), windowMs), burst);
+  let b = mix32(mixWhole(mix32(0x13198a2e, burst), windowMs), count);
+  a = fmix32(a);
+  b = fmix32(b ^ 0x03707344);
+  return Object.freeze({
+    count,
+    windowS: spec.window_s,
+    burst,
+    windowMs,
+    unitsPerMs: count / g,
+    intervalUnits,
+    toleranceUnits: burst * intervalUnits,
+    keySaltA: a,
+    keySaltB: b,
+  });
+}
+
+/** Null when `specs` is a valid list (an array of at most MAX_LIMITS_PER_LIST limits), else the reason naming the entry. */
+export function limitListError(specs: unknown): string | null {
+  if (!Array.isArray(specs)) return "limits must be a list";
+  if (specs.length > MAX_LIMITS_PER_LIST) return `at most ${MAX_LIMITS_PER_LIST} limits per list`;
+  for (let i = 0; i < specs.length; i++) {
+    const reason = limitError(specs[i]);
+    if (reason !== null) return `[${i}]: ${reason}`;
+  }
+  return null;
+}
+
+/**
+ * Compiles a list of up to MAX_LIMITS_PER_LIST limits; a spend must fit all of
+ * them. A repeated limit (same count, window and burst) is kept once: it is
+ * the same state, and admit() would otherwise charge it twice. Throws on an
+ * invalid list.
+ */
+export function compileLimits(specs: readonly LimitSpec[]): readonly Limit[] {
+  const reason = limitListError(specs);
+  if (reason !== null) throw new TypeError(`invalid limit list: ${reason}`);
+  const limits: Limit[] = [];
+  for (const limit of specs.map(compileLimit)) {
+    if (!limits.some((l) => l.count === limit.count && l.windowMs === limit.windowMs && l.burst === limit.burst)) limits.push(limit);
+  }
+  return Object.freeze(limits);
+}

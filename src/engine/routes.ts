@@ -1,0 +1,150 @@
+// Routes: the first entry whose method and path pattern match a request gives
+// its charges ({category: cost}) and its quota action. Compiled once from the
+// config; matching walks the path in place, without splitting it.
+//
+// Patterns: literal segments (a `:` inside one is literal, as in
+// `/v1/models/m:generate`), `:name` (exactly one non-empty segment, captured
+// raw, still percent-encoded, so an object name has one spelling), and a final
+// `*` (any rest, including none: `/files/*` matches `/files`, `/files/` and
+// `/files/a/b`; the rest is captured as params["*"]). Literal segments compare
+// case-sensitively, methods case-insensitively; no method means any method.
+import { MAX_COST } from "./limit";
+
+export interface RouteSpec {
+  method?: string;
+  path: string;
+  charges?: Record<string, number>;
+  quota?: "store" | "release";
+}
+
+export interface RouteMatch {
+  /** The matching entry's index in the routes list. */
+  index: number;
+  /** [category, cost] pairs in the order the config lists them. The `request` cost of 1 every request pays is not included. */
+  charges: readonly (readonly [category: string, cost: number])[];
+  quota: "store" | "release" | null;
+  params: Record<string, string>;
+}
+
+export interface RouteMatcher {
+  /** The first route matching, or null. `path` is the URL's pathname (it starts with `/`). */
+  match(method: string, path: string): RouteMatch | null;
+}
+
+export const CATEGORY_NAME = /^[a-z][a-z0-9_]{0,31}$/;
+const PARAM_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/;
+const METHOD = /^[A-Za-z]{1,16}$/;
+const MAX_PATH_CHARS = 1024;
+
+/** Null when `spec` is a valid route, else a short reason naming the field. */
+export function routeSpecError(spec: unknown): string | null {
+  if (typeof spec !== "object" || spec === null || Array.isArray(spec)) return "a route must be an object {method?, path, charges?, quota?}";
+  const { method, path, charges, quota } = spec as Record<string, unknown>;
+  if (method !== undefined && (typeof method !== "string" || !METHOD.test(method))) return "method must be an HTTP method name such as GET";
+  if (typeof path !== "string" || !path.startsWith("/")) return "path must be a string beginning with /";
+  if (path.length > MAX_PATH_CHARS) return `path must be at most ${MAX_PATH_CHARS} characters`;
+  const segments = path.slice(1).split("/");
+  const names = new Set<string>();
+  for (let i = 0; i < segments.length; i++) {
+    const segment = segments[i]!;
+    if (segment.includes("*")) {
+      if (segment !== "*" || i !== segments.length - 1) return "path: * may only be the last segment, on its own";
+    } else if (segment.startsWith(":")) {
+      const name = segment.slice(1);
+      if (!PARAM_NAME.test(name) || name === "__proto__") return `path: parameter :${name} must be named with letters, digits and _`;
+      if (names.has(name)) return `path: parameter :${name} appears twice`;
+      names.add(name);
+    }
+  }
+  if (charges !== undefined) {
+    if (typeof charges !== "object" || charges === null || Array.isArray(charges)) return "charges must be an object {category: cost}";
+    for (const [category, cost] of Object.entries(charges)) {
+      if (!CATEGORY_NAME.test(category)) return `charges: category ${JSON.stringify(category).slice(0, 40)} must match ^[a-z][a-z0-9_]{0,31}$`;
+      if (typeof cost !== "number" || !Number.isInteger(cost) || cost < 0 || cost > MAX_COST) return `charges.${category} must be a whole number >= 0 and <= ${MAX_COST}`;
+    }
+  }
+  if (quota !== undefined && quota !== "store" && quota !== "release") return 'quota must be "store" or "release"';
+  if (quota !== undefined && !names.has("object")) return "quota routes need an :object parameter in path (the object's name)";
+  return null;
+}
+
+interface CompiledRoute {
+  readonly index: number;
+  /** Upper case, or null for any method. */
+  readonly method: string | null;
+  /** Literal text, or null for a parameter segment. */
+  readonly literals: readonly (string | null)[];
+  readonly paramNames: readonly (string | null)[];
+  readonly rest: boolean;
+  readonly charges: readonly (readonly [string, number])[];
+  readonly quota: "store" | "release" | null;
+}
+
+function compileRoute(spec: RouteSpec, index: number): CompiledRoute {
+  const reason = routeSpecError(spec);
+  if (reason !== null) throw new TypeError(`invalid route ${index}: ${reason}`);
+  const segments = spec.path.slice(1).split("/");
+  const rest = segments[segments.length - 1] === "*";
+  if (rest) segments.pop();
+  return {
+    index,
+    method: spec.method === undefined ? null : spec.method.toUpperCase(),
+    literals: segments.map((s) => (s.startsWith(":") ? null : s)),
+    paramNames: segments.map((s) => (s.startsWith(":") ? s.slice(1) : null)),
+    rest,
+    charges: Object.freeze(Object.entries(spec.charges ?? {}).map(([category, cost]) => Object.freeze([category, cost] as const))),
+    quota: spec.quota ?? null,
+  };
+}
+
+// Walks `path` segment by segment; fills `captured` with parameter values and
+// returns whether the route matches.
+function matchPath(route: CompiledRoute, path: string, captured: string[]): boolean {
+  const length = path.length;
+  if (length === 0 || path.charCodeAt(0) !== 47 /* / */) return false;
+  let pos = 1;
+  const literals = route.literals;
+  for (let i = 0; i < literals.length; i++) {
+    if (pos > length) return false;
+    let end = path.indexOf("/", pos);
+    if (end < 0) end = length;
+    const literal = literals[i];
+    if (literal === null || literal === undefined) {
+      if (end === pos) return false;
+      captured.push(path.slice(pos, end));
+    } else if (end - pos !== literal.length || !path.startsWith(literal, pos)) {
+      return false;
+    }
+    pos = end + 1;
+  }
+  if (route.rest) {
+    captured.push(pos >= length ? "" : path.slice(pos));
+    return true;
+  }
+  return pos === length + 1;
+}
+
+/** Compiles the routes list once (throws on an invalid entry: validate with routeSpecError first). */
+export function compileRoutes(specs: readonly RouteSpec[]): RouteMatcher {
+  const routes = specs.map(compileRoute);
+  const captured: string[] = [];
+  return {
+    match(method: string, path: string): RouteMatch | null {
+      let upper: string | null = null;
+      for (const route of routes) {
+        if (route.method !== null && route.method !== method) {
+          upper ??= method.toUpperCase();
+          if (route.method !== upper) continue;
+        }
+        captured.length = 0;
+        if (!matchPath(route, path, captured)) continue;
+        const params: Record<string, string> = {};
+        let c = 0;
+        for (const name of route.paramNames) if (name !== null) params[name] = captured[c++]!;
+        if (route.rest) params["*"] = captured[c]!;
+        return { index: route.index, charges: route.charges, quota: route.quota, params };
+      }
+      return null;
+    },
+  };
+}

@@ -1,0 +1,121 @@
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { admit, type Charge } from "../../src/engine/gcra";
+import { compileLimits, type Limit } from "../../src/engine/limit";
+import { LimiterTable } from "../../src/engine/limiter-table";
+
+// 64 bytes: a table of one set of four slots, so every key lands in the same set.
+const ONE_SET_MIB = 64 / (1024 * 1024);
+const ONE_PER_10S = compileLimits([{ count: 1, window_s: 10 }]);
+
+function spend(table: LimiterTable, subject: string, nowMs: number, limits: readonly Limit[] = ONE_PER_10S, cost = 1) {
+  const charges: Charge[] = [{ subject, category: "request", limits, cost }];
+  return admit(table, charges, nowMs);
+}
+
+describe("LimiterTable", () => {
+  it("sizes itself from maxMemoryMiB: 16 MiB holds 1,048,576 slots of 16 bytes", () => {
+    const table = new LimiterTable(16);
+    expect(table.byteSize).toBe(16 * 1024 * 1024);
+    expect(table.slotCount).toBe(1_048_576);
+    expect(table.byteSize / table.slotCount).toBe(16);
+    expect(new LimiterTable(ONE_SET_MIB).slotCount).toBe(4);
+    expect(new LimiterTable(3).byteSize).toBe(2 * 1024 * 1024);
+  });
+
+  it("refuses a size that is not a finite number > 0", () => {
+    for (const bad of [0, -1, Number.NaN, Number.POSITIVE_INFINITY]) expect(() => new LimiterTable(bad)).toThrow(RangeError);
+  });
+
+  it("keeps the same byte size after 10k and after 1M distinct keys", () => {
+    const table = new LimiterTable(1, { seed: 3 });
+    const before = table.byteSize;
+    for (let i = 0; i < 10_000; i++) spend(table, `ip:10.0.${i >> 8}.${i & 255}`, 0);
+    const after10k = table.byteSize;
+    for (let i = 0; i < 1_000_000; i++) spend(table, `key:${i}`, 1);
+    expect([after10k, table.byteSize]).toEqual([before, before]);
+    expect(table.liveEntries(1)).toBeLessThanOrEqual(table.slotCount);
+    expect(table.liveEntries(1)).toBeGreaterThan(table.slotCount * 0.9);
+  });
+
+  it("still admits a fresh key when every slot holds live state", () => {
+    const table = new LimiterTable(ONE_SET_MIB, { seed: 1 });
+    for (let i = 0; i < 4; i++) expect(spend(table, `ip:192.0.2.${i}`, 0).allowed).toBe(true);
+    expect(table.liveEntries(0)).toBe(4);
+    expect(spend(table, "ip:192.0.2.200", 0).allowed).toBe(true);
+    expect(table.liveEntries(0)).toBe(4);
+  });
+
+  it("replaces the entry earned back soonest and keeps the later ones", () => {
+    const table = new LimiterTable(ONE_SET_MIB, { seed: 1 });
+    // Earned back at 10 000, 11 000, 12 000, 13 000.
+    for (let i = 0; i < 4; i++) spend(table, `key:k${i}`, i * 1000);
+    spend(table, "key:fresh", 4000);
+    expect(table.earnedBackAtMs("key:k0", "request", ONE_PER_10S[0]!, 4000)).toBeNull();
+    for (let i = 1; i < 4; i++) expect(spend(table, `key:k${i}`, 4000)).toMatchObject({ allowed: false, retryAfterMs: 6000 + i * 1000 });
+    expect(table.earnedBackAtMs("key:fresh", "request", ONE_PER_10S[0]!, 4000)).toBe(14_000);
+  });
+
+  it("counts an entry whose TAT is not after now as empty", () => {
+    const table = new LimiterTable(ONE_SET_MIB, { seed: 1 });
+    spend(table, "ip:198.51.100.1", 0);
+    expect(table.liveEntries(9_999)).toBe(1);
+    expect(table.liveEntries(10_000)).toBe(0);
+    expect(table.earnedBackAtMs("ip:198.51.100.1", "request", ONE_PER_10S[0]!, 10_000)).toBeNull();
+    // An earned-back entry is reused before any live one is replaced.
+    for (let i = 0; i < 3; i++) spend(table, `ip:198.51.100.${10 + i}`, 5000);
+    spend(table, "ip:198.51.100.99", 10_000);
+    for (let i = 0; i < 3; i++) expect(spend(table, `ip:198.51.100.${10 + i}`, 10_000).allowed).toBe(false);
+  });
+
+  it("starts with a 256 KiB active region and doubles it instead of evicting live state", () => {
+    const table = new LimiterTable(16, { seed: 11 });
+    expect(table.activeBytes).toBe(256 * 1024);
+    // 1 MiB table starting at 512 bytes (8 sets, 32 slots): 200 live keys force several doublings.
+    const small = new LimiterTable(1, { seed: 11, activeStartBytes: 64 });
+    expect(small.activeBytes).toBe(512);
+    for (let i = 0; i < 200; i++) expect(spend(small, `ip:203.0.113.${i}`, i).allowed).toBe(true);
+    expect(small.activeBytes).toBeGreaterThan(200 * 16);
+    expect(small.activeBytes).toBeLessThanOrEqual(small.byteSize);
+    expect(small.liveEntries(200)).toBe(200);
+    for (let i = 0; i < 200; i++) {
+      expect(small.earnedBackAtMs(`ip:203.0.113.${i}`, "request", ONE_PER_10S[0]!, 200)).toBe(10_000 + i);
+      expect(spend(small, `ip:203.0.113.${i}`, 200)).toMatchObject({ allowed: false, retryAfterMs: 9800 + i });
+    }
+  });
+
+  it("keeps the active region small while states are earned back between spends", () => {
+    const table = new LimiterTable(16, { seed: 12 });
+    const quick = compileLimits([{ count: 1000, window_s: 1 }]);
+    for (let i = 0; i < 100_000; i++) spend(table, `ip:10.1.${i >> 8}.${i & 255}`, i * 2, quick);
+    expect(table.activeBytes).toBe(256 * 1024);
+  });
+
+  it("never replaces an entry with a later TAT while one earned back sooner is there, under a flood of fresh keys into one set", () => {
+    const limitArb = fc.constantFrom(...[1, 2, 5, 30, 600].map((windowS) => compileLimits([{ count: 1, window_s: windowS, burst: 3 }])));
+    fc.assert(
+      fc.property(fc.array(fc.record({ advanceMs: fc.integer({ min: 0, max: 2000 }), limits: limitArb, cost: fc.integer({ min: 1, max: 3 }) }), { minLength: 1, maxLength: 60 }), (flood) => {
+        const table = new LimiterTable(ONE_SET_MIB, { seed: 5 });
+        const known: { subject: string; limits: readonly Limit[] }[] = [];
+        let nowMs = 0;
+        flood.forEach(({ advanceMs, limits, cost }, i) => {
+          nowMs += advanceMs;
+          const tatOf = (k: { subject: string; limits: readonly Limit[] }) => table.earnedBackAtMs(k.subject, "request", k.limits[0]!, nowMs);
+          const before = known.map(tatOf);
+          const subject = `ip:203.0.113.${i}`;
+          expect(spend(table, subject, nowMs, limits, cost).allowed).toBe(true);
+          const after = known.map(tatOf);
+          const liveBefore = before.filter((v): v is number => v !== null);
+          for (let k = 0; k < known.length; k++) {
+            const lost = before[k] !== null && after[k] === null;
+            // Whatever was replaced was earned back no later than every entry still there.
+            if (lost) expect(before[k]).toBe(Math.min(...liveBefore));
+          }
+          known.push({ subject, limits });
+          expect(table.liveEntries(nowMs)).toBeLessThanOrEqual(4);
+        });
+      }),
+      { numRuns: 200 },
+    );
+  });
+});
