@@ -9,6 +9,7 @@ import { clientAddress } from "./identity/client-middleware";
 import { createAdminApp } from "./admin/admin-app";
 import { authenticate } from "./identity/authenticate";
 import { checked, classify } from "./limits/classify";
+import { inFlightLimit } from "./limits/in-flight";
 import { rateLimit } from "./limits/rate-limit";
 import { quotaCheck } from "./limits/quota";
 import { matchRoute } from "./limits/route";
@@ -65,6 +66,7 @@ export function createApp(): Hono<GatewayEnv> {
   app.use("*", checked(authenticate()));
   app.use("*", checked(matchRoute()));
   app.use("*", checked(rateLimit()));
+  app.use("*", checked(inFlightLimit()));
   app.use("*", checked(sizeLimit()));
   app.use("*", checked(quotaCheck()));
   app.all("*", forwardToOrigin());

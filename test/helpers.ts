@@ -33,8 +33,12 @@ export async function callGateway(
 ): Promise<Response> {
   const ctx = createExecutionContext();
   const response = await worker.fetch(request as Request<unknown, IncomingRequestCfProperties>, { ...env, ...overrides } as Env, ctx);
-  if (options.settle) await waitOnExecutionContext(ctx);
-  return response;
+  if (!options.settle) return response;
+  // The gateway keeps the request alive (waitUntil) until the response body
+  // is delivered, so read it before waiting for the background work.
+  const body = await response.arrayBuffer();
+  await waitOnExecutionContext(ctx);
+  return new Response(response.status === 204 || response.status === 304 ? null : body, response);
 }
 
 /** A request to the gateway from `ip` (sent as CF-Connecting-IP, the peer). */
