@@ -8,6 +8,7 @@ import { problem } from "./errors";
 import { clientAddress } from "./identity/client-middleware";
 import { createAdminApp } from "./admin/admin-app";
 import { authenticate } from "./identity/authenticate";
+import { afterRequest } from "./limits/after-request";
 import { checked, classify } from "./limits/classify";
 import { inFlightLimit } from "./limits/in-flight";
 import { rateLimit } from "./limits/rate-limit";
@@ -61,6 +62,7 @@ export function createApp(): Hono<GatewayEnv> {
     c.set("caller", ANONYMOUS);
     await next();
   });
+  app.use("*", afterRequest());
   app.use("*", clientAddress());
   app.use("*", classify());
   app.use("*", checked(authenticate()));

@@ -19,6 +19,8 @@ import { admit, type Charge } from "../engine/gcra";
 import { wouldAdmit } from "../engine/peek";
 import { type ProblemCode, problem, retryAfterSeconds } from "../errors";
 import { limiterTable } from "../limits/limiter-state";
+import { noteRefusal } from "../limits/sustained";
+import { authFailureRejections } from "../cache/rejection-counter";
 import { parseApiKey, readCredential, sha256Hex } from "./api-key";
 import { usageTracker } from "./usage-tracker";
 
@@ -94,6 +96,7 @@ export function authenticate(): MiddlewareHandler<GatewayEnv> {
     const charges = [authFailureCharge(config, c.var.clientKey)];
     const gate = wouldAdmit(table, charges, nowMs);
     if (!gate.allowed) {
+      noteRefusal(c, authFailureRejections, "auth_failures_sustained", `ip:${c.var.clientKey}`, AUTH_FAILURE_CATEGORY, null);
       const refused = refuse(
         "auth_failures",
         "Too many failed authentications from this address.",
@@ -106,6 +109,7 @@ export function authenticate(): MiddlewareHandler<GatewayEnv> {
     }
     const fail = async (code: ProblemCode, detail: string): Promise<Response | void> => {
       admit(table, charges, nowMs);
+      noteRefusal(c, authFailureRejections, "auth_failures_sustained", `ip:${c.var.clientKey}`, AUTH_FAILURE_CATEGORY, null);
       const refused = refuse(code, detail);
       if (refused !== null) return refused;
       await asAnonymous();

@@ -12,6 +12,7 @@
 import type { Context, MiddlewareHandler } from "hono";
 import type { Caller, GatewayEnv } from "../context";
 import type { AuditDue, QuotaLimits, QuotaWarning, ReserveResult, SettleResult } from "../durable/quota-types";
+import { usageMeter } from "../db/usage-meter";
 import { problem } from "../errors";
 import { auditInBackground } from "./background";
 import { refuse } from "./refuse";
@@ -144,6 +145,7 @@ async function store(c: Ctx, next: () => Promise<void>, caller: KeyCaller, bytes
   }
   if (settled !== null) {
     recordQuotaAudit(c, settled.audit);
+    if (settled.deltaBytes !== 0) usageMeter.add(caller.tenant, "bytes_stored", settled.deltaBytes, Date.now(), config.usageMaxPending);
     const warning = warningHeader(settled.warnings);
     if (warning !== null) c.res.headers.set("tollgate-quota-warning", warning);
   }
@@ -153,7 +155,8 @@ async function release(c: Ctx, next: () => Promise<void>, caller: KeyCaller): Pr
   await next();
   if (c.res.status < 200 || c.res.status >= 300) return;
   try {
-    await callQuota(() => quotaStub(c, caller.tenant).remove({ object: objectName(c), ref: crypto.randomUUID(), nowMs: Date.now() }));
+    const removed = await callQuota(() => quotaStub(c, caller.tenant).remove({ object: objectName(c), ref: crypto.randomUUID(), nowMs: Date.now() }));
+    if (removed.deltaBytes !== 0) usageMeter.add(caller.tenant, "bytes_stored", removed.deltaBytes, Date.now(), c.var.config.usageMaxPending);
   } catch (err) {
     // The origin deleted the object; the bytes stay counted until a reindex.
     logQuotaFailure("quota_remove_failed", err);

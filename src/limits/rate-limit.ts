@@ -4,6 +4,7 @@
 // `anonymous` aggregate — all or nothing, in the isolate's limiter table.
 // Every charged response carries the RateLimit headers of the tightest limit.
 import type { Context, MiddlewareHandler } from "hono";
+import { rateLimitRejections } from "../cache/rejection-counter";
 import type { Config } from "../config";
 import type { Caller, GatewayEnv } from "../context";
 import { admit, type Charge } from "../engine/gcra";
@@ -12,6 +13,7 @@ import { resolveLimits } from "../engine/resolve-limits";
 import { limiterTable } from "./limiter-state";
 import { rateLimitedResponse } from "./rate-limit-response";
 import { refuse } from "./refuse";
+import { noteRefusal } from "./sustained";
 
 export const REQUEST_CATEGORY = "request";
 const REQUEST_COST: readonly [string, number] = [REQUEST_CATEGORY, 1];
@@ -52,6 +54,11 @@ export function rateLimit(): MiddlewareHandler<GatewayEnv> {
     const charges = chargesFor(c.var.caller, c.var.clientKey, config, requestCategories(c));
     const decision = admit(limiterTable(config.limiterMaxMemoryMib), charges, Date.now());
     if (!decision.allowed) {
+      const denied = charges[decision.deniedChargeIndex];
+      if (denied !== undefined) {
+        const caller = c.var.caller;
+        noteRefusal(c, rateLimitRejections, "rate_limit_sustained", denied.subject, denied.category, caller.kind === "key" ? caller.tenant : null);
+      }
       const refused = refuse(c, "rate_limited", rateLimitedResponse(decision, charges));
       if (refused !== null) return refused;
     }

@@ -13,7 +13,8 @@ export const ADMIN_BASE = "/_tollgate/admin/v1";
 
 /** A config whose admin limit no test file reaches. One object per file keeps it parsed once. */
 export function testConfig(extra: Record<string, unknown> = {}): Record<string, unknown> {
-  return { categories: { admin: { limits: { admin: [{ count: 100_000, window_s: 1 }] } } }, ...extra };
+  // The request log is off here to keep test output readable; operations.test.ts turns it on.
+  return { categories: { admin: { limits: { admin: [{ count: 100_000, window_s: 1 }] } } }, request_log: false, ...extra };
 }
 
 export interface AdminCall {
