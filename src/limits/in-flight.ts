@@ -13,6 +13,7 @@ import type { Context, MiddlewareHandler } from "hono";
 import type { Config } from "../config";
 import type { GatewayEnv } from "../context";
 import { problem } from "../errors";
+import { declaredLength } from "../proxy/content-length";
 import { refuse } from "./refuse";
 
 /** Counts by credential and by tenant; entries are deleted at zero, so the maps hold only what is in flight. */
@@ -87,7 +88,10 @@ function releaseWhenDelivered(c: Ctx, release: () => void): void {
     release();
     return;
   }
-  const { readable, writable } = new IdentityTransformStream();
+  // A FixedLengthStream keeps the origin's Content-Length on the way out
+  // (an identity stream would turn the response chunked).
+  const length = declaredLength(c.res.headers);
+  const { readable, writable } = length === null ? new IdentityTransformStream() : new FixedLengthStream(length);
   const delivered = body.pipeTo(writable).then(release, release);
   c.res = new Response(readable, c.res);
   try {

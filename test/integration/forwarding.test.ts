@@ -60,6 +60,7 @@ describe("forwarding to the origin", () => {
     const res = await callGateway(gatewayRequest("/teapot", { ip: "203.0.113.11", headers: { "x-origin-status": "418" } }));
     expect(res.status).toBe(418);
     expect(res.headers.get("x-origin-seen")).toBe("1");
+
     expect(res.headers.get("content-type")).toBe("application/json");
   });
 
