@@ -7,7 +7,7 @@ import type { GatewayEnv } from "./context";
 import { problem } from "./errors";
 import { clientAddress } from "./identity/client-middleware";
 import { createAdminApp } from "./admin/admin-app";
-import { authenticate } from "./identity/authenticate";
+import { authenticate } from "./limits/authenticate";
 import { afterRequest } from "./limits/after-request";
 import { checked, classify } from "./limits/classify";
 import { inFlightLimit } from "./limits/in-flight";

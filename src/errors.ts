@@ -99,8 +99,3 @@ export function problem(code: ProblemCode, options: ProblemOptions): Response {
   headers.set("cache-control", "no-store");
   return new Response(JSON.stringify(problemBody(code, options)), { status: PROBLEMS[code].status, headers });
 }
-
-/** `Retry-After` in whole seconds, rounded up, never below 1 for a refusal. */
-export function retryAfterSeconds(retryAfterMs: number): string {
-  return String(Math.max(1, Math.ceil(retryAfterMs / 1000)));
-}

@@ -9,12 +9,8 @@ import type { RejectionCounter } from "../cache/rejection-counter";
 import type { GatewayEnv } from "../context";
 import { insertAuditEvent } from "../db/audit";
 import { database } from "../db/client";
+import { sha256Hex } from "../identity/api-key";
 import { inBackground } from "./background";
-
-async function sha256Hex(text: string): Promise<string> {
-  const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text));
-  return [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, "0")).join("");
-}
 
 export function noteRefusal(
   c: Context<GatewayEnv>,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { PROBLEMS, type ProblemCode, problem, retryAfterSeconds } from "../../src/errors";
+import { PROBLEMS, type ProblemCode, problem } from "../../src/errors";
 
 // DESIGN §7: the status of every code.
 const EXPECTED: Record<ProblemCode, number> = {
@@ -47,12 +47,5 @@ describe("problem+json", () => {
     const body = (await res.json()) as Record<string, unknown>;
     expect(body).toMatchObject({ status: 429, code: "rate_limited", category: "request", retry_after_ms: 1834 });
     expect(res.headers.get("retry-after")).toBe("2");
-  });
-
-  it("rounds Retry-After up to whole seconds", () => {
-    expect(retryAfterSeconds(1)).toBe("1");
-    expect(retryAfterSeconds(1000)).toBe("1");
-    expect(retryAfterSeconds(1001)).toBe("2");
-    expect(retryAfterSeconds(0)).toBe("1");
   });
 });

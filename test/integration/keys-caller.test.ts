@@ -6,7 +6,7 @@ import { Hono } from "hono";
 import { describe, expect, it } from "vitest";
 import { type Config, parseConfig } from "../../src/config";
 import type { Caller, GatewayEnv } from "../../src/context";
-import { authenticate } from "../../src/identity/authenticate";
+import { authenticate } from "../../src/limits/authenticate";
 import { unique, uniqueIp } from "../helpers";
 import { adminCall, createTenant, jsonOf, mintKey, testConfig } from "./admin-helpers";
 

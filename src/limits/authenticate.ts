@@ -17,12 +17,14 @@ import type { Caller, GatewayEnv } from "../context";
 import { database } from "../db/client";
 import { admit, type Charge } from "../engine/gcra";
 import { wouldAdmit } from "../engine/peek";
-import { type ProblemCode, problem, retryAfterSeconds } from "../errors";
-import { limiterTable } from "../limits/limiter-state";
-import { noteRefusal } from "../limits/sustained";
+import { retryAfterSeconds } from "../engine/rate-limit-headers";
+import { type ProblemCode, problem } from "../errors";
+import { limiterTable } from "./limiter-state";
+import { refuse as refuseWith } from "./refuse";
+import { noteRefusal } from "./sustained";
 import { authFailureRejections } from "../cache/rejection-counter";
-import { parseApiKey, readCredential, sha256Hex } from "./api-key";
-import { usageTracker } from "./usage-tracker";
+import { parseApiKey, readCredential, sha256Hex } from "../identity/api-key";
+import { usageTracker } from "../identity/usage-tracker";
 
 export const AUTH_FAILURE_CATEGORY = "auth_failures";
 /** Seconds a client should wait after a key could not be verified. */
@@ -55,18 +57,11 @@ export function authenticate(): MiddlewareHandler<GatewayEnv> {
     const config = c.var.config;
     if (config.mode === "off") return next();
     const nowMs = Date.now();
-    const shadow = config.mode === "shadow";
 
     // A refusal: answered in enforce mode, recorded in shadow mode (then the
     // request goes on as anonymous, so the caller below is set either way).
-    const refuse = (code: ProblemCode, detail: string, extras?: Record<string, string | number>, headers?: Record<string, string>): Response | null => {
-      if (shadow) {
-        c.var.shadow.push(code);
-        return null;
-      }
-      c.set("decision", code);
-      return problem(code, { detail, ...(extras === undefined ? {} : { extras }), ...(headers === undefined ? {} : { headers }) });
-    };
+    const refuse = (code: ProblemCode, detail: string, extras?: Record<string, string | number>, headers?: Record<string, string>): Response | null =>
+      refuseWith(c, code, problem(code, { detail, ...(extras === undefined ? {} : { extras }), ...(headers === undefined ? {} : { headers }) }));
     const asAnonymous = async (): Promise<void> => {
       // A fresh snapshot is read without awaiting anything.
       const overrides = peekOverrides(config, nowMs) ?? (await loadOverridesFor(c, config, nowMs));
@@ -101,7 +96,7 @@ export function authenticate(): MiddlewareHandler<GatewayEnv> {
         "auth_failures",
         "Too many failed authentications from this address.",
         { category: AUTH_FAILURE_CATEGORY, retry_after_ms: gate.retryAfterMs },
-        { "retry-after": retryAfterSeconds(gate.retryAfterMs) },
+        { "retry-after": String(retryAfterSeconds(gate.retryAfterMs)) },
       );
       if (refused !== null) return refused;
       await asAnonymous();
