@@ -35,6 +35,9 @@ export interface Limit {
   readonly unitsPerMs: number;
   /** The emission interval T = W/C in units (windowMs/g). */
   readonly intervalUnits: number;
+  /** T as whole ms plus a remainder in units (intervalUnits = intervalWholeMs·unitsPerMs + intervalRemUnits), so a spend's new TAT needs no division. */
+  readonly intervalWholeMs: number;
+  readonly intervalRemUnits: number;
   /** The tolerance B·T in units: a spend fits when it ends at most this far after now. */
   readonly toleranceUnits: number;
   /** Two 32-bit words hashed from (count, windowMs, burst), mixed into the table key so a changed limit starts from fresh state. */
@@ -95,6 +98,7 @@ export function compileLimit(spec: LimitSpec): Limit {
   const windowMs = Math.round(spec.window_s * 1000);
   const g = gcd(windowMs, count);
   const intervalUnits = windowMs / g;
+  const unitsPerMs = count / g;
   let a = mix32(mixWhole(mix32(0x243f6a88, count), windowMs), burst);
   let b = mix32(mixWhole(mix32(0x13198a2e, burst), windowMs), count);
   a = fmix32(a);
@@ -104,8 +108,10 @@ export function compileLimit(spec: LimitSpec): Limit {
     windowS: spec.window_s,
     burst,
     windowMs,
-    unitsPerMs: count / g,
+    unitsPerMs,
     intervalUnits,
+    intervalWholeMs: Math.floor(intervalUnits / unitsPerMs),
+    intervalRemUnits: intervalUnits % unitsPerMs,
     toleranceUnits: burst * intervalUnits,
     keySaltA: a,
     keySaltB: b,

@@ -14,18 +14,24 @@
 // so TAT = tatCeilMs − deficit/unitsPerMs exactly. Rounding up makes "empty"
 // one comparison against whole-ms now, and orders eviction by the whole ms at
 // which each state is earned back. limit.ts keeps every state within 2^52 ms
-// of now, so tatCeilMs fits 53 bits for any nowMs below 2^52 (year 144,000).
+// of now, so tatCeilMs fits 53 bits for any nowMs below 2^52 (142,000 years).
 //
 // Active region: the whole buffer is allocated up front, but keys are spread
 // over a prefix of it (256 KiB at first) that doubles instead of evicting a
 // live state, until it is the whole table; only then are live states evicted.
-// A random access to the full 16 MiB costs ~130 ns on the benchmark VM (TLB
-// and cache misses), one into 256 KiB almost nothing, so few callers stay
-// cheap. Doubling splits every set on the next bit of its keys' set hashes,
-// which the slots carry, so no state is lost or left behind: decisions are
+// A random access to the full 16 MiB costs ~120 ns on the benchmark VM (TLB
+// and cache misses), one into 256 KiB a few ns, so few callers stay cheap.
+// Doubling splits every set on the next bit of its keys' set hashes, which
+// the slots carry, so no state is lost or left behind. Every 2^18 writes a
+// sample of sets is counted, and when under 1/32 of slots are live the region
+// halves by merging each set with its upper twin, unless some pair holds more
+// live states than one set can: churn does not leave the region at full size
+// for good. Only earned-back states are dropped on the way, so decisions are
 // exactly those of a table that was full-size from the start.
-import { fmix32, mix32 } from "./hash32";
+import { fmix32 } from "./hash32";
+import { KeyHasher } from "./key-hasher";
 import type { Limit } from "./limit";
+import { PendingSpends } from "./pending-spends";
 
 const WAYS = 4;
 const SLOT_BYTES = 16;
@@ -35,10 +41,11 @@ const BYTES_PER_MIB = 1024 * 1024;
 const ACTIVE_START_BYTES = 256 * 1024;
 /** Set-hash bits a slot keeps above the first active ones: the active region can double this many times. */
 const SLOT_HASH_BITS = 11;
+/** How often (by default) the active region is reviewed for halving, and how many sets a review samples. */
+const REVIEW_EVERY_WRITES = 2 ** 18;
+const REVIEW_SAMPLE_SETS = 256;
 const TIME_HIGH_MASK = 0x1fffff;
 const TWO_POW_32 = 4294967296;
-/** Recent subjects' hash lanes (a power of two): callers seen lately skip rehashing. */
-const MEMO_SIZE = 64;
 
 /** ceil(a / b) for whole a >= 0, b >= 1 below 2^53, exact (the quotient is corrected after the float division). */
 export function ceilDiv(a: number, b: number): number {
@@ -58,72 +65,29 @@ export function floorDiv(a: number, b: number): number {
   return k;
 }
 
-/** Per-call scratch for admit(): one entry per distinct key checked so far. Grows with charges per call, never with callers. */
-export class PendingSpends {
-  capacity = 16;
-  setHash = new Int32Array(this.capacity);
-  tag = new Int32Array(this.capacity);
-  /** The slot find() gave during the check (−1: none), reused when the spends are applied. */
-  slot = new Int32Array(this.capacity);
-  /** The key's state before this call, and after its spends (unchanged when they do not fit): TAT − now in the limit's units. */
-  preRelUnits = new Float64Array(this.capacity);
-  relUnits = new Float64Array(this.capacity);
-  /** The summed cost of this call's spends on the key. */
-  cost = new Float64Array(this.capacity);
-  /** Where the key first appeared: charges[chargeIndex].limits[limitIndex]. */
-  chargeIndex = new Int32Array(this.capacity);
-  limitIndex = new Int32Array(this.capacity);
-
-  grow(): void {
-    const grown = <T extends Int32Array | Float64Array>(a: T): T => {
-      const b = new (a.constructor as new (n: number) => T)(a.length * 2);
-      b.set(a);
-      return b;
-    };
-    this.setHash = grown(this.setHash);
-    this.tag = grown(this.tag);
-    this.slot = grown(this.slot);
-    this.preRelUnits = grown(this.preRelUnits);
-    this.relUnits = grown(this.relUnits);
-    this.cost = grown(this.cost);
-    this.chargeIndex = grown(this.chargeIndex);
-    this.limitIndex = grown(this.limitIndex);
-    this.capacity *= 2;
-  }
-}
-
 export interface LimiterTableOptions {
   /** Seeds the key hash. Default: random per table, so outsiders cannot aim keys at one set. Tests pin it. */
   seed?: number;
   /** Bytes the active region starts with (default 256 KiB; the full size when larger). */
   activeStartBytes?: number;
+  /** Writes between reviews for halving the active region (default 2^18; tests make it small). */
+  reviewEveryWrites?: number;
 }
 
 export class LimiterTable {
-  /** Bytes of slot storage: fixed at construction (plus a few KB of scratch and memo). */
+  /** Bytes of slot storage, fixed at construction (besides it, a few hundred bytes of scratch). */
   readonly byteSize: number;
   readonly slotCount: number;
   readonly pending = new PendingSpends();
-  /** The hash lanes of the key last passed to hashKey (read by setHashOf / tagOf). */
-  keyA = 0;
-  keyB = 0;
+  readonly #hasher: KeyHasher;
   readonly #words: Int32Array;
   readonly #fullMask: number;
   /** Set-index mask of the active region. */
   #mask: number;
   /** Set-hash bits below the ones a slot keeps (log2 of the first active set count). */
   readonly #startBits: number;
-  readonly #seedA: number;
-  readonly #seedB: number;
-  #lastSubject: string | null = null;
-  #lastCategory: string | null = null;
-  #subjectA = 0;
-  #subjectB = 0;
-  #categoryA = 0;
-  #categoryB = 0;
-  readonly #memoSubject: string[] = new Array<string>(MEMO_SIZE).fill("");
-  readonly #memoA = new Int32Array(MEMO_SIZE);
-  readonly #memoB = new Int32Array(MEMO_SIZE);
+  readonly #reviewEveryWrites: number;
+  #writesUntilReview: number;
 
   /** @param maxMemoryMiB the slot storage budget; rounded down to a power-of-two number of 64-byte sets (at least one). */
   constructor(maxMemoryMiB: number, options: LimiterTableOptions = {}) {
@@ -142,9 +106,9 @@ export class LimiterTable {
     this.#fullMask = sets - 1;
     this.#startBits = startBits;
     this.#mask = 2 ** startBits - 1;
-    const seed = options.seed ?? Math.floor(Math.random() * 4294967296);
-    this.#seedA = fmix32(seed ^ 0x5bd1e995);
-    this.#seedB = fmix32(Math.imul(seed, 0x27d4eb2f) ^ 0x165667b1);
+    this.#reviewEveryWrites = Math.max(1, Math.floor(options.reviewEveryWrites ?? REVIEW_EVERY_WRITES));
+    this.#writesUntilReview = this.#reviewEveryWrites;
+    this.#hasher = new KeyHasher(options.seed ?? Math.floor(Math.random() * 4294967296));
   }
 
   /** Bytes of the region keys are currently spread over (doubles up to byteSize as live states crowd it). */
@@ -152,65 +116,14 @@ export class LimiterTable {
     return (this.#mask + 1) * SET_BYTES;
   }
 
-  /**
-   * Hashes (subject, category) into keyA / keyB: two independent 32-bit lanes
-   * per string, combined. The last key, the last category and a small memo of
-   * recent subjects skip rehashing, because hashing a 68-character
-   * `key:<sha256>` costs more than the rest of a decision.
-   */
+  /** Hashes (subject, category) for setHashOf / tagOf (see KeyHasher). */
   hashKey(subject: string, category: string): void {
-    if (subject === this.#lastSubject && category === this.#lastCategory) return;
-    if (category !== this.#lastCategory) {
-      this.#lastCategory = category;
-      let a = this.#seedA ^ 0x2545f491;
-      let b = this.#seedB ^ category.length;
-      for (let i = 0; i < category.length; i++) {
-        const c = category.charCodeAt(i);
-        a = mix32(a, c);
-        b = Math.imul(b ^ c, 0x01000193);
-      }
-      this.#categoryA = fmix32(a ^ category.length);
-      this.#categoryB = fmix32(b);
-    }
-    if (subject !== this.#lastSubject) {
-      this.#lastSubject = subject;
-      const length = subject.length;
-      const m = (length + subject.charCodeAt(length - 1) * 7 + subject.charCodeAt(length >> 1) * 131) & (MEMO_SIZE - 1);
-      if (this.#memoSubject[m] === subject) {
-        this.#subjectA = this.#memoA[m]!;
-        this.#subjectB = this.#memoB[m]!;
-      } else {
-        let a = this.#seedA;
-        let b = this.#seedB ^ length;
-        let i = 0;
-        for (; i + 1 < length; i += 2) {
-          const w = subject.charCodeAt(i) | (subject.charCodeAt(i + 1) << 16);
-          a = Math.imul(a ^ w, 0xcc9e2d51);
-          a = (a << 15) | (a >>> 17);
-          b = Math.imul(b ^ w, 0x1b873593);
-          b = (b << 13) | (b >>> 19);
-        }
-        if (i < length) {
-          const w = subject.charCodeAt(i) | 0x10000;
-          a = Math.imul(a ^ w, 0xcc9e2d51);
-          b = Math.imul(b ^ w, 0x1b873593);
-        }
-        a = fmix32(a ^ length);
-        b = fmix32(b ^ (length << 8));
-        this.#subjectA = a;
-        this.#subjectB = b;
-        this.#memoSubject[m] = subject;
-        this.#memoA[m] = a;
-        this.#memoB[m] = b;
-      }
-    }
-    this.keyA = this.#subjectA ^ this.#categoryA;
-    this.keyB = this.#subjectB ^ this.#categoryB;
+    this.#hasher.hash(subject, category);
   }
 
   /** The hashed key's 32-bit set hash under `limit`: its set is the low bits, in the active region. */
   setHashOf(limit: Limit): number {
-    return fmix32(this.keyA ^ limit.keySaltA);
+    return fmix32(this.#hasher.keyA ^ limit.keySaltA);
   }
 
   /** The first slot of the set for a set hash, in the active region as it is now. */
@@ -225,7 +138,7 @@ export class LimiterTable {
 
   /** The hashed key's tag under `limit` (from the other lane, so set and tag are independent). */
   tagOf(limit: Limit): number {
-    return fmix32(this.keyB ^ limit.keySaltB);
+    return fmix32(this.#hasher.keyB ^ limit.keySaltB);
   }
 
   /** The slot of the set at setBase holding `tag`, or −1. */
@@ -242,23 +155,47 @@ export class LimiterTable {
 
   /** TAT − t in units of 1/unitsPerMs ms held in `slot` (from find), or 0 when it holds no state at t. */
   relUnits(slot: number, t: number, unitsPerMs: number): number {
+    const aheadMs = this.aheadMs(slot, t);
+    return aheadMs === 0 ? 0 : aheadMs * unitsPerMs - this.#words[slot * 4 + 3]!;
+  }
+
+  /** Whole ms from t until the state in `slot` (from find) is earned back, rounded up: 0 when it holds no state at t. */
+  aheadMs(slot: number, t: number): number {
     if (slot < 0) return 0;
     const aheadMs = this.#tatCeilMs(slot) - t;
-    return aheadMs <= 0 ? 0 : aheadMs * unitsPerMs - this.#words[slot * 4 + 3]!;
+    return aheadMs > 0 ? aheadMs : 0;
+  }
+
+  /** The deficit (in the limit's units) of a slot whose aheadMs is not 0. */
+  deficit(slot: number): number {
+    return this.#words[slot * 4 + 3]!;
   }
 
   /**
-   * Records TAT = t + relUnits/unitsPerMs for the key (setHash, tag), with
-   * relUnits >= 1, and returns its reset delay (ms until earned back, rounded
-   * up). The key's own slot is reused (`slotHint` from find, if still its);
-   * otherwise the slot earned back soonest (an empty one first) is replaced,
-   * after doubling the active region if that slot is live and the region is
-   * not yet the whole table: the table never refuses.
+   * Records TAT = t + resetMs − deficit/unitsPerMs for the key (setHash, tag),
+   * with resetMs >= 1 and 0 <= deficit < unitsPerMs. The key's own slot is
+   * reused (`slotHint` from find, if still its); otherwise the slot earned
+   * back soonest (an empty one first) is replaced, after doubling the active
+   * region if that slot is live and the region is not yet the whole table:
+   * the table never refuses.
    */
-  write(slotHint: number, setHash: number, tag: number, t: number, relUnits: number, unitsPerMs: number): number {
+  write(slotHint: number, setHash: number, tag: number, t: number, resetMs: number, deficit: number): void {
     const words = this.#words;
-    let setBase = (setHash & this.#mask) * WAYS;
-    let slot = slotHint >= setBase && slotHint < setBase + WAYS && words[slotHint * 4 + 2] === tag ? slotHint : this.find(setBase, tag);
+    const setBase = (setHash & this.#mask) * WAYS;
+    const slot = slotHint >= setBase && slotHint < setBase + WAYS && words[slotHint * 4 + 2] === tag ? slotHint : this.#place(setBase, setHash, tag, t);
+    const tatCeilMs = t + resetMs;
+    words[slot * 4] = tatCeilMs | 0;
+    words[slot * 4 + 1] = Math.floor(tatCeilMs / TWO_POW_32) | ((setHash >>> this.#startBits) << 21);
+    words[slot * 4 + 2] = tag;
+    words[slot * 4 + 3] = deficit;
+    if (--this.#writesUntilReview === 0) this.#review(t);
+  }
+
+  // The slot for a key that find() did not give: its own if it has one by now,
+  // else the one earned back soonest in its set, after doubling the active
+  // region while that one is live and the region can still grow.
+  #place(setBase: number, setHash: number, tag: number, t: number): number {
+    let slot = this.find(setBase, tag);
     while (slot < 0) {
       let victim = setBase;
       let soonest = this.#tatCeilMs(setBase);
@@ -277,13 +214,7 @@ export class LimiterTable {
         slot = this.find(setBase, tag);
       }
     }
-    const resetMs = ceilDiv(relUnits, unitsPerMs);
-    const tatCeilMs = t + resetMs;
-    words[slot * 4] = tatCeilMs | 0;
-    words[slot * 4 + 1] = Math.floor(tatCeilMs / TWO_POW_32) | ((setHash >>> this.#startBits) << 21);
-    words[slot * 4 + 2] = tag;
-    words[slot * 4 + 3] = resetMs * unitsPerMs - relUnits;
-    return resetMs;
+    return slot;
   }
 
   // Doubles the active region: every slot whose key has the new set-hash bit
@@ -306,6 +237,51 @@ export class LimiterTable {
       }
     }
     this.#mask = oldSets * 2 - 1;
+  }
+
+  #liveIn(setBase: number, t: number): number {
+    let live = 0;
+    for (let s = setBase; s < setBase + WAYS; s++) if (this.#tatCeilMs(s) > t) live++;
+    return live;
+  }
+
+  // Halves the active region when a sample of its sets is under 1/32 live.
+  #review(t: number): void {
+    this.#writesUntilReview = this.#reviewEveryWrites;
+    const sets = this.#mask + 1;
+    if (sets <= 2 ** this.#startBits) return;
+    const stride = Math.max(1, Math.floor(sets / REVIEW_SAMPLE_SETS));
+    let live = 0;
+    let sampled = 0;
+    for (let set = 0; set < sets; set += stride, sampled++) live += this.#liveIn(set * WAYS, t);
+    if (live * 32 < sampled * WAYS) this.#halve(t);
+  }
+
+  // Merges each set of the upper half into its twin below, keeping only live
+  // states; gives up, changing nothing, if some pair has more than WAYS.
+  #halve(t: number): void {
+    const words = this.#words;
+    const half = (this.#mask + 1) / 2;
+    const offsetSlots = half * WAYS;
+    for (let set = 0; set < half; set++) {
+      if (this.#liveIn(set * WAYS, t) + this.#liveIn(set * WAYS + offsetSlots, t) > WAYS) return;
+    }
+    for (let set = 0; set < half; set++) {
+      let to = set * WAYS;
+      for (let from = set * WAYS; from < set * WAYS + 2 * WAYS; from++) {
+        const slot = from < set * WAYS + WAYS ? from : from - WAYS + offsetSlots;
+        if (this.#tatCeilMs(slot) > t) {
+          if (slot !== to) {
+            words.copyWithin(to * 4, slot * 4, slot * 4 + 4);
+            words.fill(0, slot * 4, slot * 4 + 4);
+          }
+          to++;
+        } else {
+          words.fill(0, slot * 4, slot * 4 + 4);
+        }
+      }
+    }
+    this.#mask = half - 1;
   }
 
   /** Slots holding state not yet earned back at nowMs (a full scan: for tests and metrics, not the hot path). */

@@ -50,11 +50,12 @@ function comparable(d: ReferenceDecision) {
 
 describe("admit against the BigInt reference model", () => {
   // 16 MiB holds ~1M states and a run touches at most a few hundred keys, so
-  // nothing is evicted. The second table starts its active region at 8 sets,
-  // so the same runs also cross many doublings, which must change nothing.
+  // nothing is evicted. The second table starts its active region at 8 sets
+  // and reviews it every 5 writes, so the same runs also cross many doublings
+  // and halvings, which must change nothing.
   it.each([
     ["a 16 MiB table", () => new LimiterTable(16, { seed: 12345 })],
-    ["a 1 MiB table growing from 512 bytes", () => new LimiterTable(1, { seed: 54321, activeStartBytes: 64 })],
+    ["a 1 MiB table growing from 512 bytes and halving when idle", () => new LimiterTable(1, { seed: 54321, activeStartBytes: 64, reviewEveryWrites: 5 })],
   ])("gives identical decisions, delays and header figures over random sequences of times, costs, limits and subjects (%s)", (_name, makeTable) => {
     fc.assert(
       fc.property(runArb, ({ startMs, fixedLimits, steps }) => {
@@ -73,6 +74,40 @@ describe("admit against the BigInt reference model", () => {
         }
       }),
       { numRuns: 300 },
+    );
+  });
+
+  it("gives identical decisions while hundreds of live states force the active region to double and halve", () => {
+    const lists = [
+      [compileLimit({ count: 1, window_s: 100, burst: 2 })],
+      [compileLimit({ count: 3, window_s: 10 }), compileLimit({ count: 20, window_s: 600 })],
+      [compileLimit({ count: 7, window_s: 1.5 })],
+    ];
+    // A few hot subjects come back often (so a state moved by a halving is read
+    // again), a broad pool makes many states live at once (so the region
+    // doubles), and a rare idle gap lets them all be earned back (so it halves).
+    const stepArb = fc.record({
+      advanceMs: fc.oneof(
+        { weight: 30, arbitrary: fc.integer({ min: 0, max: 30 }) },
+        { weight: 8, arbitrary: fc.integer({ min: 0, max: 5000 }) },
+        { weight: 1, arbitrary: fc.constant(700_000) },
+      ),
+      subject: fc.oneof({ weight: 3, arbitrary: fc.integer({ min: 0, max: 7 }) }, { weight: 2, arbitrary: fc.integer({ min: 8, max: 399 }) }),
+      list: fc.integer({ min: 0, max: lists.length - 1 }),
+      cost: fc.integer({ min: 1, max: 3 }),
+    });
+    fc.assert(
+      fc.property(fc.array(stepArb, { minLength: 50, maxLength: 1500 }), fc.integer({ min: 1, max: 9 }), (steps, reviewEveryWrites) => {
+        const table = new LimiterTable(1, { seed: 4242, activeStartBytes: 64, reviewEveryWrites });
+        const reference = new ReferenceGcra();
+        let nowMs = 1_000_000;
+        for (const step of steps) {
+          nowMs += step.advanceMs;
+          const charges: Charge[] = [{ subject: `ip:198.51.100.${step.subject}`, category: "request", limits: lists[step.list]!, cost: step.cost }];
+          expect(comparable(admit(table, charges, nowMs))).toEqual(comparable(reference.admit(charges, nowMs)));
+        }
+      }),
+      { numRuns: 60 },
     );
   });
 
@@ -96,12 +131,29 @@ describe("admit against the BigInt reference model", () => {
     const advance = fc.oneof(fc.integer({ min: 0, max: 10 }), fc.integer({ min: 0, max: 10_000_000 }), fc.integer({ min: 0, max: 40_000_000_000 }));
     fc.assert(
       fc.property(fc.array(fc.record({ advanceMs: advance, charges: fc.array(extremeCharge, { minLength: 1, maxLength: 2 }) }), { minLength: 1, maxLength: 60 }), (steps) => {
-        const table = new LimiterTable(1, { seed: 777, activeStartBytes: 64 });
+        const table = new LimiterTable(1, { seed: 777, activeStartBytes: 64, reviewEveryWrites: 3 });
         const reference = new ReferenceGcra();
         let nowMs = 1_700_000_000_000;
         for (const step of steps) {
           nowMs += step.advanceMs;
           expect(comparable(admit(table, step.charges, nowMs))).toEqual(comparable(reference.admit(step.charges, nowMs)));
+        }
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it("decides a lone charge with one limit (the shortcut) as the general path does", () => {
+    const unmetered: Charge = { subject: "anonymous", category: "request", limits: [], cost: 1 };
+    fc.assert(
+      fc.property(limitArb, fc.array(fc.record({ advanceMs: fc.integer({ min: 0, max: 3000 }), cost: fc.integer({ min: 1, max: 40 }) }), { minLength: 1, maxLength: 80 }), (limit, steps) => {
+        const alone = new LimiterTable(1, { seed: 5 });
+        const general = new LimiterTable(1, { seed: 5 });
+        let nowMs = 0;
+        for (const { advanceMs, cost } of steps) {
+          nowMs += advanceMs;
+          const charge: Charge = { subject: "ip:203.0.113.7", category: "request", limits: [limit], cost };
+          expect(admit(alone, [charge], nowMs)).toEqual(admit(general, [charge, unmetered], nowMs));
         }
       }),
       { numRuns: 300 },

@@ -84,6 +84,53 @@ describe("LimiterTable", () => {
     }
   });
 
+  it("halves the active region once its states are earned back, keeping the live ones", () => {
+    const table = new LimiterTable(1, { seed: 13, activeStartBytes: 64, reviewEveryWrites: 64 });
+    const hourly = compileLimits([{ count: 1, window_s: 3600 }]);
+    for (let i = 0; i < 2000; i++) spend(table, `ip:198.51.100.${i}`, 0, hourly);
+    const grown = table.activeBytes;
+    expect(grown).toBeGreaterThanOrEqual(2000 * 16);
+    // An hour later only a few new callers are live: the region halves, step by step.
+    const laterMs = 3_600_000;
+    for (let i = 0; i < 5000; i++) spend(table, `ip:203.0.113.${i % 5}`, laterMs + i * 1000, ONE_PER_10S);
+    expect(table.activeBytes).toBeLessThan(grown / 8);
+    const nowMs = laterMs + 4999 * 1000;
+    for (let i = 0; i < 5; i++) expect(spend(table, `ip:203.0.113.${i}`, nowMs).allowed).toBe(false);
+  });
+
+  it("does not halve the active region while one pair of sets holds more live states than one set can", () => {
+    const REVIEW = 1000;
+    const table = new LimiterTable(1, { seed: 21, activeStartBytes: 64, reviewEveryWrites: REVIEW });
+    const shortLived = compileLimits([{ count: 1, window_s: 1 }]);
+    const hourly = compileLimits([{ count: 1, window_s: 3600 }]);
+    let writes = 0;
+    let fresh = 0;
+    const spendCounted = (subject: string, nowMs: number, limits: readonly Limit[]) => {
+      if (spend(table, subject, nowMs, limits).allowed) writes++;
+    };
+    // Subjects whose set under the current active region is `setIndex`.
+    const subjectsInSet = (setIndex: number, count: number, limits: readonly Limit[]) => {
+      const found: string[] = [];
+      while (found.length < count) {
+        const subject = `ip:192.0.2.${fresh++}`;
+        table.hashKey(subject, "request");
+        if (table.setBaseOf(limits[0]!) === setIndex * 4) found.push(subject);
+      }
+      return found;
+    };
+    // Grow from 8 to 64 sets: five short-lived states in one set each time.
+    while (table.activeBytes < 64 * 64) for (const subject of subjectsInSet(0, 5, shortLived)) spendCounted(subject, 0, shortLived);
+    expect(table.activeBytes).toBe(64 * 64);
+    // Five hourly states in the twin sets 1 and 33 (3 + 2 > 4), once the short ones are earned back.
+    const pair = [...subjectsInSet(1, 3, hourly), ...subjectsInSet(33, 2, hourly)];
+    for (const subject of pair) spendCounted(subject, 2000, hourly);
+    // Pad with one roomy caller up to the next review: 6 live of 256 slots is under 1/32.
+    const roomy = compileLimits([{ count: 1_000_000, window_s: 1 }]);
+    while (writes % REVIEW !== 0) spendCounted("ip:198.51.100.250", 2000, roomy);
+    expect(table.activeBytes).toBe(64 * 64);
+    for (const subject of pair) expect(table.earnedBackAtMs(subject, "request", hourly[0]!, 2000)).toBe(3_602_000);
+  });
+
   it("keeps the active region small while states are earned back between spends", () => {
     const table = new LimiterTable(16, { seed: 12 });
     const quick = compileLimits([{ count: 1000, window_s: 1 }]);
