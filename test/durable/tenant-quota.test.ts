@@ -7,19 +7,11 @@ import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it } from "vitest";
 import type { QuotaLimits, ReserveRequest } from "../../src/durable/quota-types";
 import type { TenantQuota } from "../../src/durable/tenant-quota";
+import { clearQuotaAlarms, quotaObject } from "./quota-object";
 
-const stubs: DurableObjectStub<TenantQuota>[] = [];
 
-function quotaObject(label: string): { tenant: string; stub: DurableObjectStub<TenantQuota> } {
-  const tenant = `${label}-${crypto.randomUUID().slice(0, 8)}`;
-  const stub = env.TENANT_QUOTA.get(env.TENANT_QUOTA.idFromName(tenant));
-  stubs.push(stub);
-  return { tenant, stub };
-}
-
-// Alarms outlive isolated storage: clear each object's before the next test.
 afterEach(async () => {
-  for (const stub of stubs.splice(0)) await runInDurableObject(stub, (_, state) => state.storage.deleteAlarm());
+  await clearQuotaAlarms();
 });
 
 async function expectCountersMatchOwners(stub: DurableObjectStub<TenantQuota>): Promise<void> {
