@@ -59,7 +59,7 @@ function remainingOf(limit: Limit, relUnits: number): number {
 // without a tenant): the same rule as admit()'s loops below, without the
 // scratch arrays, which cost about a fifth of a decision. The property tests
 // hold both paths to the reference model.
-function admitOne(table: LimiterTable, charge: Charge, limit: Limit, t: number): Decision {
+function admitOne(table: LimiterTable, charge: Charge, limit: Limit, t: number, write: boolean): Decision {
   const cost = charge.cost;
   table.hashKey(charge.subject, charge.category);
   const setHash = table.setHashOf(limit);
@@ -82,7 +82,7 @@ function admitOne(table: LimiterTable, charge: Charge, limit: Limit, t: number):
   const x = cost * limit.intervalRemUnits - preDeficit;
   const roundUpMs = x <= 0 ? 0 : x <= unitsPerMs ? 1 : ceilDiv(x, unitsPerMs);
   const resetMs = preAheadMs + cost * limit.intervalWholeMs + roundUpMs;
-  table.write(slot, setHash, tag, t, resetMs, roundUpMs * unitsPerMs - x);
+  if (write) table.write(slot, setHash, tag, t, resetMs, roundUpMs * unitsPerMs - x);
   return { allowed: true, retryAfterMs: 0, deniedChargeIndex: -1, tightest: { chargeIndex: 0, limit, remaining: remainingOf(limit, afterUnits), resetMs } };
 }
 
@@ -98,10 +98,24 @@ function isCost(cost: number): boolean {
  * Throws RangeError for a cost that is not a whole number in 0..MAX_COST (a bug).
  */
 export function admit(table: LimiterTable, charges: readonly Charge[], nowMs: number): Decision {
+  return decide(table, charges, nowMs, true);
+}
+
+/**
+ * The Decision admit() would return, charging nothing: "would this spend fit
+ * now?" The auth-failure gate asks it before every credential lookup (DESIGN
+ * §3 step 2); only a refused credential is then charged with admit(). For an
+ * allowed answer, `tightest` describes the state as it would be after the spend.
+ */
+export function wouldAdmit(table: LimiterTable, charges: readonly Charge[], nowMs: number): Decision {
+  return decide(table, charges, nowMs, false);
+}
+
+function decide(table: LimiterTable, charges: readonly Charge[], nowMs: number, write: boolean): Decision {
   const t = Math.floor(nowMs);
   if (charges.length === 1) {
     const only = charges[0]!;
-    if (only.limits.length === 1 && only.cost > 0 && isCost(only.cost)) return admitOne(table, only, only.limits[0]!, t);
+    if (only.limits.length === 1 && only.cost > 0 && isCost(only.cost)) return admitOne(table, only, only.limits[0]!, t, write);
   }
   let most = 0;
   for (let c = 0; c < charges.length; c++) most += charges[c]!.limits.length;
@@ -199,7 +213,7 @@ export function admit(table: LimiterTable, charges: readonly Charge[], nowMs: nu
     const x = n * limit.intervalRemUnits - pPreDeficit[k]!;
     const roundUpMs = x <= 0 ? 0 : x <= unitsPerMs ? 1 : ceilDiv(x, unitsPerMs);
     const resetMs = pPreAheadMs[k]! + n * limit.intervalWholeMs + roundUpMs;
-    table.write(pSlot[k]!, pSetHash[k]!, pTag[k]!, t, resetMs, roundUpMs * unitsPerMs - x);
+    if (write) table.write(pSlot[k]!, pSetHash[k]!, pTag[k]!, t, resetMs, roundUpMs * unitsPerMs - x);
     const remaining = remainingOf(limit, pRelUnits[k]!);
     if (remaining < tightRemaining || (remaining === tightRemaining && resetMs > tightResetMs)) {
       tightEntry = k;

@@ -15,8 +15,7 @@ import { loadOverrides, type OverrideSnapshot, peekOverrides } from "../cache/ov
 import type { Config } from "../config";
 import type { Caller, GatewayEnv } from "../context";
 import { database } from "../db/client";
-import { admit, type Charge } from "../engine/gcra";
-import { wouldAdmit } from "../engine/peek";
+import { admit, type Charge, wouldAdmit } from "../engine/gcra";
 import { retryAfterSeconds } from "../engine/rate-limit-headers";
 import { type ProblemCode, problem } from "../errors";
 import { limiterTable } from "./limiter-state";

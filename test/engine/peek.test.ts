@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
-import { admit, type Charge } from "../../src/engine/gcra";
+import { admit, type Charge, wouldAdmit } from "../../src/engine/gcra";
 import { compileLimits } from "../../src/engine/limit";
 import { LimiterTable } from "../../src/engine/limiter-table";
-import { wouldAdmit } from "../../src/engine/peek";
+
 
 const FIVE_PER_SECOND = compileLimits([{ count: 5, window_s: 1 }]);
 
@@ -41,9 +41,15 @@ describe("wouldAdmit", () => {
     expect(peeked).toEqual(admitted);
   });
 
-  it("sees an earlier spend of the same call on a repeated key, and admits unmetered charges", () => {
+  it("treats a repeated key as admit does, and admits unmetered charges", () => {
     const table = new LimiterTable(1, { seed: 7 });
-    expect(wouldAdmit(table, [charge("authfail:d", 3), charge("authfail:d", 3)], 0).allowed).toBe(false);
+    // A key repeated in one call is one spend of the summed cost, in both.
+    const twice = [charge("authfail:d", 3), charge("authfail:d", 3)];
+    expect(wouldAdmit(table, [charge("authfail:d", 4)], 0).allowed).toBe(true);
+    admit(table, [charge("authfail:d", 4)], 0);
+    const peeked = wouldAdmit(table, twice, 0);
+    expect(peeked.allowed).toBe(false);
+    expect(peeked).toEqual(admit(table, twice, 0));
     expect(wouldAdmit(table, [charge("authfail:d", 0), charge("x", 1, [])], 0)).toMatchObject({ allowed: true, tightest: null });
   });
 });
