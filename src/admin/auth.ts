@@ -4,13 +4,15 @@
 // neither the comparison nor the token's length leaks anything. A token in
 // the query string is refused even when it is right: URLs end up in logs.
 // Each token is rate limited on its own (`admin` category), in the isolate's
-// shared limiter table.
+// shared limiter table; wrong tokens charge the address's auth_failures limit.
 import type { MiddlewareHandler } from "hono";
 import { type Config, loadConfig, parseConfig } from "../config";
-import { admit, type Charge } from "../engine/gcra";
+import { admit, type Charge, wouldAdmit } from "../engine/gcra";
+import { retryAfterSeconds } from "../engine/rate-limit-headers";
 import { resolveLimits } from "../engine/resolve-limits";
 import { problem } from "../errors";
 import { sha256Hex } from "../identity/api-key";
+import { resolveClientAddress } from "../identity/client-address";
 import { limiterTable } from "../limits/limiter-state";
 import { rateLimitedResponse } from "../limits/rate-limit-response";
 import type { AdminEnv, AdminRole } from "./admin-env";
@@ -85,6 +87,27 @@ export function adminAuth(): MiddlewareHandler<AdminEnv> {
     const token = bearerToken(c.req.header("authorization"));
     if (token === null) return unauthorized("No admin token: send `Authorization: Bearer <token>`.");
 
+    // Wrong tokens count against the address's auth_failures limit, as wrong
+    // API keys do: past it, the address is refused before any comparison.
+    const config = adminConfig((c.env as { TOLLGATE?: unknown }).TOLLGATE);
+    const table = limiterTable(config.limiterMaxMemoryMib);
+    const failures: Charge[] = [
+      {
+        subject: `authfail:${resolveClientAddress(c.req.header("cf-connecting-ip") ?? null, c.req.header("x-forwarded-for") ?? null, config.trustedProxies)}`,
+        category: "auth_failures",
+        limits: config.authFailureLimits,
+        cost: 1,
+      },
+    ];
+    const gate = wouldAdmit(table, failures, Date.now());
+    if (!gate.allowed) {
+      return problem("auth_failures", {
+        detail: "Too many failed authentications from this address.",
+        extras: { category: "auth_failures", retry_after_ms: gate.retryAfterMs },
+        headers: { "retry-after": String(retryAfterSeconds(gate.retryAfterMs)) },
+      });
+    }
+
     const presented = await digestBytes(token);
     let role: AdminRole | null = null;
     if (constantTimeEqual(presented, await configuredDigest(adminToken))) role = "admin";
@@ -92,15 +115,17 @@ export function adminAuth(): MiddlewareHandler<AdminEnv> {
     if (role === null && auditorToken !== undefined && auditorToken !== "" && constantTimeEqual(presented, await configuredDigest(auditorToken))) {
       role = "auditor";
     }
-    if (role === null) return unauthorized("The admin token is not valid.");
+    if (role === null) {
+      admit(table, failures, Date.now());
+      return unauthorized("The admin token is not valid.");
+    }
 
-    const config = adminConfig((c.env as { TOLLGATE?: unknown }).TOLLGATE);
     let subjectHex = "";
     for (let i = 0; i < SUBJECT_DIGEST_CHARS / 2; i++) subjectHex += (presented[i] as number).toString(16).padStart(2, "0");
     const charges: Charge[] = [
       { subject: `admin:${subjectHex}`, category: "admin", limits: resolveLimits("admin", "admin", { defaults: config.defaults }), cost: 1 },
     ];
-    const decision = admit(limiterTable(config.limiterMaxMemoryMib), charges, Date.now());
+    const decision = admit(table, charges, Date.now());
     if (!decision.allowed) return rateLimitedResponse(decision, charges);
 
     const method = c.req.method;

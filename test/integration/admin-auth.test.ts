@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { problemOf, unique } from "../helpers";
+import { problemOf, unique, uniqueIp } from "../helpers";
 import { ADMIN_TOKEN, AUDITOR_TOKEN, adminCall, jsonOf, testConfig } from "./admin-helpers";
 
 const CONFIG = testConfig();
@@ -24,6 +24,18 @@ describe("admin authentication", () => {
       const body = await refusedWith(await adminCall("GET", "/audit", CONFIG, { token }), 401, "admin_unauthorized");
       expect(JSON.stringify(body)).not.toContain(token);
     }
+  });
+
+  it("refuses an address with 429 auth_failures after 60 wrong tokens, before comparing, while other addresses go on", async () => {
+    const ip = uniqueIp();
+    for (let i = 0; i < 60; i++) {
+      await refusedWith(await adminCall("GET", "/audit", CONFIG, { token: `wrong-${i}`, headers: { "cf-connecting-ip": ip } }), 401, "admin_unauthorized");
+    }
+    const refused = await adminCall("GET", "/audit", CONFIG, { headers: { "cf-connecting-ip": ip } });
+    const body = await refusedWith(refused, 429, "auth_failures");
+    expect(Number(refused.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
+    expect(JSON.stringify(body)).not.toContain(ip);
+    expect((await adminCall("GET", "/audit", CONFIG, { headers: { "cf-connecting-ip": uniqueIp() } })).status).toBe(200);
   });
 
   it("answers 401 for another scheme than Bearer", async () => {
