@@ -1,5 +1,5 @@
-// Step 1 of the pipeline: who is asking, by address. Sets c.var.clientAddress
-// (the full address, for X-Forwarded-For) and c.var.clientKey (the limiter's
+// Step 1 of the pipeline: who is asking, by address. Sets c.get("clientAddress")
+// (the full address, for X-Forwarded-For) and c.get("clientKey") (the limiter's
 // key: IPv4, or the IPv6 /64).
 import type { MiddlewareHandler } from "hono";
 import type { GatewayEnv } from "../context";
@@ -8,7 +8,7 @@ import { canonicalKey, formatAddress, resolveClient, UNKNOWN_CLIENT } from "./cl
 export function clientAddress(): MiddlewareHandler<GatewayEnv> {
   return async function clientAddress(c, next) {
     const headers = c.req.raw.headers;
-    const addr = resolveClient(headers.get("cf-connecting-ip"), headers.get("x-forwarded-for"), c.var.config.trustedProxies);
+    const addr = resolveClient(headers.get("cf-connecting-ip"), headers.get("x-forwarded-for"), c.get("config").trustedProxies);
     if (addr === null) {
       c.set("clientAddress", UNKNOWN_CLIENT);
       c.set("clientKey", UNKNOWN_CLIENT);

@@ -15,10 +15,10 @@ function forwarded(decision: string): boolean {
 export function afterRequest(): MiddlewareHandler<GatewayEnv> {
   return async function afterRequest(c, next) {
     await next();
-    const config = c.var.config;
-    const caller = c.var.caller;
+    const config = c.get("config");
+    const caller = c.get("caller");
     const nowMs = Date.now();
-    const decision = c.var.decision;
+    const decision = c.get("decision");
     const bytesIn = declaredLength(c.req.raw.headers) ?? 0;
     if (caller.kind === "key" && forwarded(decision)) {
       usageMeter.add(caller.tenant, "requests", 1, nowMs, config.usageMaxPending);

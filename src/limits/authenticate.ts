@@ -1,9 +1,9 @@
 // DESIGN §3 steps 2–3: the auth-failure gate and the credential. Sets
-// `c.var.caller` (limits compiled, read through the isolate's caches) or
+// `c.get("caller")` (limits compiled, read through the isolate's caches) or
 // answers 401 / 429 / 503 itself. A refused credential charges one unit to
 // `authfail:<clientKey>`; an address already over `auth_failures` is refused
 // before any lookup, so a flood of random keys costs no D1 query past the
-// limit. In `mode: "shadow"` a refusal is recorded in `c.var.shadow` and the
+// limit. In `mode: "shadow"` a refusal is recorded in `c.get("shadow")` and the
 // request continues as anonymous. Messages never carry a key, digest or
 // address.
 //
@@ -53,7 +53,7 @@ function waitUntilOf(c: Ctx): (work: Promise<unknown>) => void {
 /** The authentication middleware. Runs after clientAddress(), before routing and rate limits. */
 export function authenticate(): MiddlewareHandler<GatewayEnv> {
   return async function authenticate(c, next) {
-    const config = c.var.config;
+    const config = c.get("config");
     if (config.mode === "off") return next();
     const nowMs = Date.now();
 
@@ -64,13 +64,13 @@ export function authenticate(): MiddlewareHandler<GatewayEnv> {
     const asAnonymous = async (): Promise<void> => {
       // A fresh snapshot is read without awaiting anything.
       const overrides = peekOverrides(config, nowMs) ?? (await loadOverridesFor(c, config, nowMs));
-      c.set("caller", { kind: "anonymous", override: overrides.get(`ip:${c.var.clientKey}`) ?? null });
+      c.set("caller", { kind: "anonymous", override: overrides.get(`ip:${c.get("clientKey")}`) ?? null });
     };
     const proceed = async (): Promise<void> => {
       await next();
-      const caller = c.var.caller;
-      if (caller.kind === "key" && c.var.decision === "admitted") {
-        usageTracker.recordKeyUse(caller.keyId, c.var.clientAddress, Date.now(), config.usageMaxPending, config.usageFlushIntervalMs);
+      const caller = c.get("caller");
+      if (caller.kind === "key" && c.get("decision") === "admitted") {
+        usageTracker.recordKeyUse(caller.keyId, c.get("clientAddress"), Date.now(), config.usageMaxPending, config.usageFlushIntervalMs);
       }
       usageTracker.maybeFlush(() => database(c.env.DB), Date.now(), config.usageFlushIntervalMs, waitUntilOf(c));
     };
@@ -87,10 +87,10 @@ export function authenticate(): MiddlewareHandler<GatewayEnv> {
 
     // Step 2: the gate. Checked without charging; only a refused credential charges.
     const table = limiterTable(config.limiterMaxMemoryMib);
-    const charges = [authFailureCharge(config, c.var.clientKey)];
+    const charges = [authFailureCharge(config, c.get("clientKey"))];
     const gate = wouldAdmit(table, charges, nowMs);
     if (!gate.allowed) {
-      noteRefusal(c, authFailureRejections, "auth_failures_sustained", `ip:${c.var.clientKey}`, AUTH_FAILURE_CATEGORY, null);
+      noteRefusal(c, authFailureRejections, "auth_failures_sustained", `ip:${c.get("clientKey")}`, AUTH_FAILURE_CATEGORY, null);
       const refused = refuse(
         "auth_failures",
         "Too many failed authentications from this address.",
@@ -103,7 +103,7 @@ export function authenticate(): MiddlewareHandler<GatewayEnv> {
     }
     const fail = async (code: ProblemCode, detail: string): Promise<Response | void> => {
       admit(table, charges, nowMs);
-      noteRefusal(c, authFailureRejections, "auth_failures_sustained", `ip:${c.var.clientKey}`, AUTH_FAILURE_CATEGORY, null);
+      noteRefusal(c, authFailureRejections, "auth_failures_sustained", `ip:${c.get("clientKey")}`, AUTH_FAILURE_CATEGORY, null);
       const refused = refuse(code, detail);
       if (refused !== null) return refused;
       await asAnonymous();

@@ -7,7 +7,7 @@ import type { GatewayEnv } from "../context";
 
 export function classify(): MiddlewareHandler<GatewayEnv> {
   return async function classify(c, next) {
-    const config = c.var.config;
+    const config = c.get("config");
     if (config.exemptPaths.includes(c.req.path)) {
       c.set("decision", "exempt");
       c.set("bypass", true);
@@ -16,10 +16,10 @@ export function classify(): MiddlewareHandler<GatewayEnv> {
       c.set("bypass", true);
     }
     await next();
-    const shadow = c.var.shadow;
+    const shadow = c.get("shadow");
     if (shadow.length > 0) {
       c.res.headers.set("tollgate-shadow", shadow.join(", "));
-      if (c.var.decision === "admitted") c.set("decision", `shadow:${shadow[0]}`);
+      if (c.get("decision") === "admitted") c.set("decision", `shadow:${shadow[0]}`);
     }
   };
 }
@@ -27,6 +27,6 @@ export function classify(): MiddlewareHandler<GatewayEnv> {
 /** Runs `check` unless classify() let the request bypass the checks. */
 export function checked(check: MiddlewareHandler<GatewayEnv>): MiddlewareHandler<GatewayEnv> {
   return function checkedStep(c, next) {
-    return c.var.bypass ? next() : check(c, next);
+    return c.get("bypass") ? next() : check(c, next);
   };
 }

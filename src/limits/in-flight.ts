@@ -105,11 +105,11 @@ function releaseWhenDelivered(c: Ctx, release: () => void): void {
 
 export function inFlightLimit(): MiddlewareHandler<GatewayEnv> {
   return async function inFlightLimit(c, next) {
-    const caller = c.var.caller;
-    const credential = caller.kind === "key" ? `key:${caller.keyId}` : `ip:${c.var.clientKey}`;
+    const caller = c.get("caller");
+    const credential = caller.kind === "key" ? `key:${caller.keyId}` : `ip:${c.get("clientKey")}`;
     const tenant = caller.kind === "key" ? caller.tenant : null;
     const table = inFlight;
-    if (!table.tryAcquire(credential, tenant, inFlightLimits(c.var.config))) {
+    if (!table.tryAcquire(credential, tenant, inFlightLimits(c.get("config")))) {
       const refused = refuse(
         c,
         "too_many_in_flight",

@@ -50,7 +50,7 @@ async function callQuota<T>(call: () => Promise<T>): Promise<T> {
 
 /** The object name: the route's `:object` parameter, else the request path. */
 function objectName(c: Ctx): string {
-  return c.var.route?.params.object ?? c.req.path;
+  return c.get("route")?.params.object ?? c.req.path;
 }
 
 export function warningHeader(warnings: readonly QuotaWarning[]): string | null {
@@ -86,7 +86,7 @@ function unavailable(c: Ctx): Response | null {
 }
 
 async function store(c: Ctx, next: () => Promise<void>, caller: KeyCaller, bytes: number): Promise<Response | void> {
-  const config = c.var.config;
+  const config = c.get("config");
   const quota = caller.quota ?? NO_QUOTA;
   const stub = quotaStub(c, caller.tenant);
   const reservationId = crypto.randomUUID();
@@ -156,7 +156,7 @@ async function release(c: Ctx, next: () => Promise<void>, caller: KeyCaller): Pr
   if (c.res.status < 200 || c.res.status >= 300) return;
   try {
     const removed = await callQuota(() => quotaStub(c, caller.tenant).remove({ object: objectName(c), ref: crypto.randomUUID(), nowMs: Date.now() }));
-    if (removed.deltaBytes !== 0) usageMeter.add(caller.tenant, "bytes_stored", removed.deltaBytes, Date.now(), c.var.config.usageMaxPending);
+    if (removed.deltaBytes !== 0) usageMeter.add(caller.tenant, "bytes_stored", removed.deltaBytes, Date.now(), c.get("config").usageMaxPending);
   } catch (err) {
     // The origin deleted the object; the bytes stay counted until a reindex.
     logQuotaFailure("quota_remove_failed", err);
@@ -165,9 +165,9 @@ async function release(c: Ctx, next: () => Promise<void>, caller: KeyCaller): Pr
 
 export function quotaCheck(): MiddlewareHandler<GatewayEnv> {
   return async function quotaCheck(c, next) {
-    const action = c.var.route?.quota ?? null;
+    const action = c.get("route")?.quota ?? null;
     if (action === null) return next();
-    const caller = c.var.caller;
+    const caller = c.get("caller");
     if (action === "store") {
       const bytes = declaredLength(c.req.raw.headers);
       if (bytes === null) {

@@ -44,19 +44,19 @@ function chargesFor(caller: Caller, clientKey: string, config: Config, categorie
 
 function* requestCategories(c: Context<GatewayEnv>): Generator<readonly [string, number]> {
   yield REQUEST_COST;
-  const route = c.var.route;
+  const route = c.get("route");
   if (route !== null) yield* route.charges;
 }
 
 export function rateLimit(): MiddlewareHandler<GatewayEnv> {
   return async function rateLimit(c, next) {
-    const config = c.var.config;
-    const charges = chargesFor(c.var.caller, c.var.clientKey, config, requestCategories(c));
+    const config = c.get("config");
+    const charges = chargesFor(c.get("caller"), c.get("clientKey"), config, requestCategories(c));
     const decision = admit(limiterTable(config.limiterMaxMemoryMib), charges, Date.now());
     if (!decision.allowed) {
       const denied = charges[decision.deniedChargeIndex];
       if (denied !== undefined) {
-        const caller = c.var.caller;
+        const caller = c.get("caller");
         noteRefusal(c, rateLimitRejections, "rate_limit_sustained", denied.subject, denied.category, caller.kind === "key" ? caller.tenant : null);
       }
       const refused = refuse(c, "rate_limited", rateLimitedResponse(decision, charges));

@@ -8,8 +8,8 @@ import type { ProblemCode } from "../errors";
 
 /** Returns the response to answer with, or null when shadow mode lets the request through. */
 export function refuse(c: Context<GatewayEnv>, code: ProblemCode, response: Response): Response | null {
-  if (c.var.config.mode === "shadow") {
-    c.var.shadow.push(code);
+  if (c.get("config").mode === "shadow") {
+    c.get("shadow").push(code);
     return null;
   }
   c.set("decision", code);

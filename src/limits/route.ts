@@ -5,7 +5,7 @@ import type { GatewayEnv } from "../context";
 
 export function matchRoute(): MiddlewareHandler<GatewayEnv> {
   return async function matchRoute(c, next) {
-    c.set("route", c.var.config.routes.match(c.req.method, c.req.path));
+    c.set("route", c.get("config").routes.match(c.req.method, c.req.path));
     await next();
   };
 }

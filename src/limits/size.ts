@@ -8,7 +8,7 @@ import { refuse } from "./refuse";
 
 export function sizeLimit(): MiddlewareHandler<GatewayEnv> {
   return async function sizeLimit(c, next) {
-    const limit = c.var.config.maxRequestBytes;
+    const limit = c.get("config").maxRequestBytes;
     if (limit > 0) {
       const size = declaredLength(c.req.raw.headers);
       if (size !== null && size > limit) {

@@ -20,7 +20,7 @@ export function noteRefusal(
   category: string,
   tenant: string | null,
 ): void {
-  const config = c.var.config;
+  const config = c.get("config");
   const nowMs = Date.now();
   const event = counter.record(subject, category, nowMs, config.auditThresholdRejections, config.auditWindowMs);
   if (event === null) return;

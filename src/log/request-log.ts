@@ -27,19 +27,19 @@ export interface RequestLogLine {
 }
 
 export function requestLogLine(c: Context<GatewayEnv>, nowMs: number, bytesIn: number): string {
-  const caller = c.var.caller;
+  const caller = c.get("caller");
   const res = c.res;
   const declaredOut = res.headers.get("content-length");
   const line: RequestLogLine = {
     format_version: REQUEST_LOG_FORMAT_VERSION,
-    at_unix_ms: c.var.startedAtMs,
+    at_unix_ms: c.get("startedAtMs"),
     tenant: caller.kind === "key" ? caller.tenant : null,
     key_id: caller.kind === "key" ? caller.keyId : null,
     method: c.req.method,
     path: c.req.path,
     status: res.status,
-    decision: c.var.decision,
-    duration_ms: nowMs - c.var.startedAtMs,
+    decision: c.get("decision"),
+    duration_ms: nowMs - c.get("startedAtMs"),
     bytes_in: bytesIn,
     bytes_out: declaredOut !== null && /^\d+$/.test(declaredOut) ? Number(declaredOut) : null,
   };

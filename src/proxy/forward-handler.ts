@@ -23,12 +23,12 @@ export function forwardToOrigin(): MiddlewareHandler<GatewayEnv> {
     if (!base.ok) {
       return problem("config_invalid", { detail: `The gateway configuration is invalid: ${base.message}.`, extras: { field: "ORIGIN_URL" } });
     }
-    const caller = c.var.caller;
+    const caller = c.get("caller");
     return forward(c.req.raw, new URL(c.req.url), base.base, {
-      clientAddress: c.var.clientAddress,
+      clientAddress: c.get("clientAddress"),
       tenant: caller.kind === "key" ? caller.tenant : null,
       keyId: caller.kind === "key" ? caller.keyId : null,
-      stripCredential: c.var.config.stripCredential,
+      stripCredential: c.get("config").stripCredential,
     });
   };
 }
