@@ -8,6 +8,7 @@ import { insertAuditEvent } from "../db/audit";
 import { database } from "../db/client";
 import { getKey, insertKey, listKeys, revokeKey } from "../db/keys";
 import { getTenant } from "../db/tenants";
+import { keyCheckForMint } from "../cache/key-check";
 import { mintApiKey } from "../identity/api-key";
 import type { AdminEnv } from "./admin-env";
 import { keyNotFound, tenantNotFound } from "./not-found";
@@ -28,7 +29,8 @@ export function registerKeyRoutes(app: Hono<AdminEnv>): void {
     const db = database(c.env.DB);
     if ((await stored(() => getTenant(db, slug.value))) === null) return tenantNotFound(slug.value);
 
-    const minted = await mintApiKey();
+    const checkKey = await stored(() => keyCheckForMint(db, nowMs));
+    const minted = await mintApiKey(checkKey);
     const limits = body.value.limits ?? null;
     const row = {
       id: minted.id,

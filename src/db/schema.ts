@@ -76,3 +76,14 @@ export const usageMonthly = sqliteTable(
   (t) => [primaryKey({ columns: [t.tenant, t.period, t.metric] }), index("usage_monthly_period_idx").on(t.period, t.tenant, t.metric)],
 );
 
+
+/**
+ * Deployment settings the gateway makes itself. `key_check_secret`: the
+ * random HMAC secret whose tag ends every minted key (src/identity/api-key.ts),
+ * created by the first mint; never shown by the admin API.
+ */
+export const settings = sqliteTable("settings", {
+  name: text("name").primaryKey(),
+  value: text("value").notNull(),
+  createdAt: integer("created_at").notNull(),
+});

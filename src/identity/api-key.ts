@@ -3,12 +3,21 @@
 // SHA-256 of the whole key string. Both parts use a lower-case Crockford
 // base32 alphabet (no `_`, no look-alike letters), so a key splits on `_`
 // unambiguously and survives copy and paste.
+//
+// The secret's last KEY_CHECK_CHARS characters are a check: an HMAC-SHA256 of
+// the rest of the key under the deployment's key-check secret (created by the
+// first mint, kept in D1's `settings`). The gateway verifies it before any
+// lookup, so a flood of made-up keys — random, or a real key with another
+// secret — is refused without a D1 query, by any address. Without the secret
+// nobody can make a key that passes.
 
 const ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz";
 /** 12 base32 characters = 60 random bits: unique enough for a primary key that is also checked by D1. */
 export const KEY_ID_CHARS = 12;
-/** 32 base32 characters = 160 random bits; the listing prefix shows 4 of them, leaving 140 secret bits. */
+/** 32 base32 characters: 26 random (130 bits) and a 6-character (30-bit) check. The listing prefix shows 4. */
 export const KEY_SECRET_CHARS = 32;
+/** The check at the end of the secret: 30 bits, so a made-up key passes it about once in 10^9 tries. */
+export const KEY_CHECK_CHARS = 6;
 /** Secret characters shown in the key's `prefix`, so an operator can recognise a key in a listing. */
 export const PREFIX_SECRET_CHARS = 4;
 export const KEY_PREFIX = "tg_";
@@ -17,6 +26,36 @@ const ID_PATTERN = new RegExp(`^[${ALPHABET}]{${KEY_ID_CHARS}}$`);
 const KEY_PATTERN = new RegExp(`^tg_([${ALPHABET}]{${KEY_ID_CHARS}})_[${ALPHABET}]{${KEY_SECRET_CHARS}}$`);
 /** Longest credential string worth parsing or hashing; anything longer is malformed. */
 export const MAX_CREDENTIAL_CHARS = KEY_PREFIX.length + KEY_ID_CHARS + 1 + KEY_SECRET_CHARS;
+
+/** A new key-check secret: 32 random bytes, hex. */
+export function newKeyCheckSecret(): string {
+  return [...crypto.getRandomValues(new Uint8Array(32))].map((b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+/** The HMAC key for a key-check secret (import once per isolate). */
+export function importKeyCheckSecret(secretHex: string): Promise<CryptoKey> {
+  return crypto.subtle.importKey("raw", new TextEncoder().encode(secretHex), { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
+}
+
+/** The check characters for the key's body (everything before the check). */
+async function checkOf(body: string, checkKey: CryptoKey): Promise<string> {
+  const mac = new Uint8Array(await crypto.subtle.sign("HMAC", checkKey, new TextEncoder().encode(body)));
+  // 6 characters × 5 bits from the first 30 bits of the MAC.
+  const bits = ((mac[0] as number) << 22) | ((mac[1] as number) << 14) | ((mac[2] as number) << 6) | ((mac[3] as number) >>> 2);
+  let out = "";
+  for (let i = KEY_CHECK_CHARS - 1; i >= 0; i--) out += ALPHABET[(bits >>> (i * 5)) & 31];
+  return out;
+}
+
+/** Whether a well-formed key's check matches (constant time over the check's characters). */
+export async function hasValidCheck(credential: string, checkKey: CryptoKey): Promise<boolean> {
+  const body = credential.slice(0, credential.length - KEY_CHECK_CHARS);
+  const expected = await checkOf(body, checkKey);
+  const given = credential.slice(credential.length - KEY_CHECK_CHARS);
+  let diff = 0;
+  for (let i = 0; i < KEY_CHECK_CHARS; i++) diff |= expected.charCodeAt(i) ^ given.charCodeAt(i);
+  return diff === 0;
+}
 
 function randomBase32(chars: number): string {
   // One byte per character, keeping its low 5 bits: 256 is a multiple of 32,
@@ -36,11 +75,12 @@ export interface MintedKey {
   readonly digest: string;
 }
 
-/** A new key with a fresh id and secret, and the digest to store. */
-export async function mintApiKey(): Promise<MintedKey> {
+/** A new key with a fresh id and secret ending in its check, and the digest to store. */
+export async function mintApiKey(checkKey: CryptoKey): Promise<MintedKey> {
   const id = randomBase32(KEY_ID_CHARS);
-  const secret = randomBase32(KEY_SECRET_CHARS);
-  const key = `${KEY_PREFIX}${id}_${secret}`;
+  const body = `${KEY_PREFIX}${id}_${randomBase32(KEY_SECRET_CHARS - KEY_CHECK_CHARS)}`;
+  const key = body + (await checkOf(body, checkKey));
+  const secret = key.slice(KEY_PREFIX.length + KEY_ID_CHARS + 1);
   return { id, key, prefix: `${KEY_PREFIX}${id}_${secret.slice(0, PREFIX_SECRET_CHARS)}`, digest: await sha256Hex(key) };
 }
 

@@ -22,7 +22,8 @@ import { limiterTable } from "./limiter-state";
 import { refuse as refuseWith } from "./refuse";
 import { noteRefusal } from "./sustained";
 import { authFailureRejections } from "../cache/rejection-counter";
-import { parseApiKey, readCredential, sha256Hex } from "../identity/api-key";
+import { hasValidCheck, parseApiKey, readCredential, sha256Hex } from "../identity/api-key";
+import { loadKeyCheck, peekKeyCheck } from "../cache/key-check";
 import { usageTracker } from "../identity/usage-tracker";
 
 export const AUTH_FAILURE_CATEGORY = "auth_failures";
@@ -114,17 +115,35 @@ export function authenticate(): MiddlewareHandler<GatewayEnv> {
     const parsed = parseApiKey(credential);
     if (parsed === null) return fail("invalid_credential", "The credential is not an API key issued by this gateway.");
     const remembered = rememberedDigest(credential);
+    const unavailable = async (): Promise<Response | void> => {
+      console.error(JSON.stringify({ level: "error", at_unix_ms: nowMs, event: "key_lookup_failed" }));
+      const refused = refuse("auth_unavailable", "The API key could not be verified right now.", undefined, { "retry-after": String(AUTH_UNAVAILABLE_RETRY_AFTER_S) });
+      if (refused !== null) return refused;
+      await asAnonymous();
+      return proceed();
+    };
+    if (remembered === undefined) {
+      // A key not seen recently must carry a valid check before it costs a
+      // lookup: made-up keys stop here, with no D1 query.
+      let checkKey = peekKeyCheck(nowMs);
+      if (checkKey === undefined) {
+        try {
+          checkKey = await loadKeyCheck(() => database(c.env.DB), config, nowMs);
+        } catch {
+          return unavailable();
+        }
+      }
+      if (checkKey === null || !(await hasValidCheck(credential, checkKey))) {
+        return fail("invalid_credential", "The API key is not valid.");
+      }
+    }
     const digest = remembered ?? (await sha256Hex(credential));
     let record = peekKey(digest, config, nowMs);
     if (record === undefined) {
       try {
         record = await lookupKey(() => database(c.env.DB), digest, config, nowMs);
       } catch {
-        console.error(JSON.stringify({ level: "error", at_unix_ms: nowMs, event: "key_lookup_failed" }));
-        const refused = refuse("auth_unavailable", "The API key could not be verified right now.", undefined, { "retry-after": String(AUTH_UNAVAILABLE_RETRY_AFTER_S) });
-        if (refused !== null) return refused;
-        await asAnonymous();
-        return proceed();
+        return unavailable();
       }
     }
     if (record === null) return fail("invalid_credential", "The API key is not valid.");

@@ -9,10 +9,12 @@ const TTL_MS = 200;
 const CONFIG = testConfig({ cache_ttl_s: TTL_MS / 1000, stale_if_error_s: 300 });
 
 describe("when D1 fails", () => {
-  it("keeps admitting cached keys with their cached limits, and answers unknown keys 503 auth_unavailable", async () => {
+  it("keeps admitting cached keys with their cached limits, and answers keys it cannot look up 503 auth_unavailable", async () => {
     const tenant = unique("outage");
     await createTenant(CONFIG, tenant, { limits: { request: { key: [{ count: 50, window_s: 1 }] } } });
     const minted = await mintKey(CONFIG, tenant);
+    // A second key, never used: not in any cache when D1 goes down.
+    const unseen = await mintKey(CONFIG, tenant, { name: "unseen" });
     expect((await keyedCall(minted.key, "/x", CONFIG)).status).toBe(200);
     await sleep(TTL_MS + 50);
 
@@ -22,11 +24,15 @@ describe("when D1 fails", () => {
     expect(admitted.status).toBe(200);
     expect(((await admitted.json()) as { headers: Record<string, string> }).headers["x-tollgate-tenant"]).toBe(tenant);
 
-    const unknown = await keyedCall(`tg_${"c".repeat(12)}_${"d".repeat(32)}`, "/x", CONFIG, { db: down, ip: uniqueIp() });
+    const unknown = await keyedCall(unseen.key, "/x", CONFIG, { db: down, ip: uniqueIp() });
     expect(unknown.status).toBe(503);
     const body = await problemOf(unknown);
     expect(body.code).toBe("auth_unavailable");
     expect(JSON.stringify(body)).not.toMatch(/D1|simulated|select/i);
+
+    // A made-up key needs no lookup to refuse: 401 even while D1 is down.
+    const madeUp = await keyedCall(`tg_${"c".repeat(12)}_${"d".repeat(32)}`, "/x", CONFIG, { db: down, ip: uniqueIp() });
+    expect(madeUp.status).toBe(401);
   });
 
   it("admits anonymous callers with the configured defaults when the override snapshot cannot load", async () => {

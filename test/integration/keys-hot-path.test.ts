@@ -25,16 +25,30 @@ describe("the hot path", () => {
     expect(counts).toEqual(before);
   });
 
-  it("answers the 61st bad key from one address with 429 auth_failures and no D1 query", async () => {
+  it("refuses made-up keys without a D1 query, and answers the 61st from one address 429 auth_failures", async () => {
+    // A mint makes sure the deployment's key-check secret exists and is loaded.
+    const seeded = unique("check");
+    await createTenant(CONFIG, seeded);
+    const real = await mintKey(CONFIG, seeded);
     const ip = uniqueIp();
     const { db, counts } = countingDb();
     const randomKey = () => `tg_${crypto.randomUUID().replace(/-/g, "").slice(0, 12)}_${crypto.randomUUID().replace(/-/g, "")}`;
+    // Well-formed, but their check does not match: no lookup, from any address.
+    for (let i = 0; i < 30; i++) {
+      const refused = await keyedCall(randomKey(), "/x", CONFIG, { db, ip: uniqueIp() });
+      expect(refused.status).toBe(401);
+      expect((await problemOf(refused)).code).toBe("invalid_credential");
+    }
+    // A real key's id with another secret fails its check too.
+    const forged = `${real.key.slice(0, -8)}${real.key.endsWith("0") ? "1" : "0"}${real.key.slice(-7)}`;
+    expect((await keyedCall(forged, "/x", CONFIG, { db, ip: uniqueIp() })).status).toBe(401);
+    expect(counts.prepare).toBe(0);
     for (let i = 0; i < 60; i++) {
       const refused = await keyedCall(randomKey(), "/x", CONFIG, { db, ip });
       expect(refused.status).toBe(401);
       expect((await problemOf(refused)).code).toBe("invalid_credential");
     }
-    expect(counts.prepare).toBe(60);
+    expect(counts.prepare).toBe(0);
 
     const before = { ...counts };
     const gated = await keyedCall(randomKey(), "/x", CONFIG, { db, ip });
