@@ -1,0 +1,234 @@
+// `npm run bench`: every figure of docs/performance.md, on 127.0.0.1 only,
+// each part bounded in count or time, every process it starts stopped on the
+// way out (normal end, error, Ctrl-C). About 4–5 minutes on 2 cores, the
+// engine bench included. `npm run bench -- --quick` shortens every part (for trying
+// the harness; its figures are not the published ones and it writes
+// bench/results/quick.json instead of latest.json).
+//
+//   0. the engine bench (bench/engine.mjs via `npm run bench:engine`), when present
+//   1. end to end in workerd: (a) bare pass-through Worker, (b) Tollgate on a
+//      GET with a cached key, (c) Tollgate on a PUT upload with a quota,
+//      (d) Tollgate with mode "off", (e) (b) without the request log;
+//      interleaved rounds, throughput (closed loop) then latency (open loop
+//      at one fixed rate)
+//   2. D1 queries and Durable Object calls per 1,000 requests in (b) and (c)
+//   3. abuse: 20,000 random keys from random addresses, a legitimate probe
+//   4. a CPU profile of (b), to say where its time goes
+//   5. bench/results/latest.json, bench/results/latency.svg, a Markdown summary
+import { spawn } from "node:child_process";
+import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { SourceMap } from "node:module";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { tsImport } from "tsx/esm/api";
+import { bareControl, runAbuse } from "./lib/abuse.mjs";
+import { cleanupAll, onCleanup } from "./lib/cleanup.mjs";
+import { runCounts } from "./lib/counts.mjs";
+import { profileWhile, summariseProfile } from "./lib/cpu-profile.mjs";
+import { runEndToEnd } from "./lib/e2e.mjs";
+import { adminToken, LIMITED_KEY_LIMIT, LIMITED_TENANT, tollgateConfig, UNLIMITED_TENANT } from "./lib/gateway-config.mjs";
+import { applyMigrations, buildGateway, freePort, readCompatibility, seedTenantAndKey, startWorker, waitHealthy } from "./lib/instances.mjs";
+import { runLoad } from "./lib/load.mjs";
+import { machineInfo } from "./lib/machine.mjs";
+import { evaluateTargets, markdownSummary } from "./lib/report.mjs";
+import { latencySvg } from "./lib/svg.mjs";
+import { startOriginThread } from "./origin.mjs";
+
+const BENCH = dirname(fileURLToPath(import.meta.url));
+const ROOT = join(BENCH, "..");
+const RESULTS = join(BENCH, "results");
+const STATE = join(BENCH, ".state");
+const BUILD = join(BENCH, ".build");
+const QUICK = process.argv.includes("--quick");
+/** The whole run stops itself (cleanly) past this. */
+const WATCHDOG_S = 15 * 60;
+const ENGINE_TIMEOUT_S = 8 * 60;
+
+const SETTINGS = QUICK
+  ? {
+      e2e: { connections: 8, warmupS: 1, durationS: 2, rounds: 3, latencyRatePerS: 400, latencyDurationS: 2, latencyRounds: 3 },
+      counts: { connections: 8, bDurationS: 3, uploads: 200, dedupUploads: 100, dedupNames: 20 },
+      abuse: { floodRequests: 4000, floodConnections: 32, floodMaxS: 60, probeRatePerS: 50, probeAloneS: 3 },
+      profileS: 2,
+    }
+  : {
+      e2e: { connections: 8, warmupS: 2, durationS: 4, rounds: 3, latencyRatePerS: 400, latencyDurationS: 10, latencyRounds: 3 },
+      counts: { connections: 8, bDurationS: 12, uploads: 1000, dedupUploads: 300, dedupNames: 50 },
+      abuse: { floodRequests: 20_000, floodConnections: 32, floodMaxS: 120, probeRatePerS: 50, probeAloneS: 10 },
+      profileS: 5,
+    };
+
+const startedAt = Date.now();
+function log(line) {
+  const s = ((Date.now() - startedAt) / 1000).toFixed(0).padStart(4);
+  console.log(`[${s} s] ${line}`);
+}
+
+/** Runs `npm run bench:engine` when bench/engine.mjs exists; its figures come from bench/results/engine.json. */
+async function engineBench() {
+  if (!existsSync(join(BENCH, "engine.mjs"))) {
+    log("engine: bench/engine.mjs is not there yet — skipped");
+    return { skipped: "bench/engine.mjs does not exist yet" };
+  }
+  log("engine: npm run bench:engine");
+  const t0 = Date.now();
+  const child = spawn("npm", ["run", "--silent", "bench:engine"], { cwd: ROOT, stdio: ["ignore", "inherit", "inherit"], detached: true });
+  const killGroup = () => {
+    try {
+      process.kill(-child.pid, "SIGKILL");
+    } catch {
+      // already gone
+    }
+  };
+  const unregister = onCleanup(killGroup);
+  const code = await new Promise((resolve) => {
+    const timer = setTimeout(() => {
+      killGroup();
+      resolve("timeout");
+    }, ENGINE_TIMEOUT_S * 1000);
+    child.on("exit", (c) => {
+      clearTimeout(timer);
+      resolve(c);
+    });
+  });
+  unregister();
+  const elapsed_s = Math.round((Date.now() - t0) / 100) / 10;
+  const file = join(RESULTS, "engine.json");
+  if (code !== 0) return { skipped: `npm run bench:engine ended with ${code}`, elapsed_s };
+  if (!existsSync(file) || statSync(file).mtimeMs < t0) return { skipped: "bench:engine did not write bench/results/engine.json", elapsed_s };
+  return { elapsed_s, results: JSON.parse(readFileSync(file, "utf8")) };
+}
+
+async function startGateway(name, bundle, compat, originUrl, token, mode = "enforce", extra = {}, config = {}) {
+  const worker = await startWorker({
+    name,
+    scriptPath: bundle,
+    gateway: true,
+    stateDir: join(STATE, name),
+    compat,
+    bindings: { ORIGIN_URL: originUrl, ADMIN_TOKEN: token, TOLLGATE: tollgateConfig(mode, config) },
+    extra,
+  });
+  await applyMigrations(ROOT, worker);
+  await waitHealthy(worker.url);
+  return worker;
+}
+
+async function main() {
+  const watchdog = setTimeout(() => {
+    console.error(`\nThe bench passed ${WATCHDOG_S} s: stopping.`);
+    void cleanupAll().finally(() => process.exit(2));
+  }, WATCHDOG_S * 1000);
+  watchdog.unref();
+
+  const result = { quick: QUICK, machine: machineInfo(ROOT), settings: SETTINGS };
+  log(`machine: ${result.machine.cpu_model} × ${result.machine.cpu_count}, ${result.machine.total_memory_mib} MiB, Node ${result.machine.node}, wrangler ${result.machine.wrangler}`);
+  result.engine = await engineBench();
+
+  log("building the gateway bundle (wrangler deploy --dry-run)");
+  const bundle = buildGateway(ROOT, BUILD);
+  const sourceMap = existsSync(`${bundle}.map`) ? new SourceMap(JSON.parse(readFileSync(`${bundle}.map`, "utf8"))) : null;
+  const compat = readCompatibility(ROOT);
+  const token = adminToken();
+  const origin = await startOriginThread();
+  onCleanup(() => origin.close());
+  const originUrl = `http://127.0.0.1:${origin.port}`;
+  log(`origin on ${originUrl}`);
+
+  // 1. End to end.
+  {
+    const bare = await startWorker({ name: "bare", scriptPath: join(BENCH, "bare-worker.js"), bindings: { ORIGIN_URL: originUrl }, compat });
+    const gateway = await startGateway("gateway", bundle, compat, originUrl, token);
+    const off = await startGateway("gateway-off", bundle, compat, originUrl, token, "off");
+    const noLog = await startGateway("gateway-no-log", bundle, compat, originUrl, token, "enforce", {}, { request_log: false });
+    const key = await seedTenantAndKey(gateway.url, token, "bench", UNLIMITED_TENANT, "bench (b, c)");
+    const noLogKey = await seedTenantAndKey(noLog.url, token, "bench", UNLIMITED_TENANT, "bench (e)");
+    const auth = { authorization: `Bearer ${key}` };
+    const e = SETTINGS.e2e;
+    log(`end to end: (a) ${bare.url}, (b, c) ${gateway.url}, (d) ${off.url}, (e) ${noLog.url}; throughput ${e.rounds} rounds × 5 targets × ${e.durationS} s, latency ${e.latencyRounds} rounds × 3 targets × ${e.latencyDurationS} s`);
+    result.end_to_end = await runEndToEnd(
+      {
+        a: { url: bare.url },
+        b: { url: gateway.url, headers: auth },
+        c: { url: gateway.url, headers: auth },
+        d: { url: off.url, headers: auth },
+        e: { url: noLog.url, headers: { authorization: `Bearer ${noLogKey}` } },
+      },
+      SETTINGS.e2e,
+      log,
+    );
+    await noLog.stop();
+    await off.stop();
+    await gateway.stop();
+    await bare.stop();
+  }
+
+  // 2. I/O counts.
+  {
+    log("counting D1 queries and Durable Object calls (bench/count-worker.js around the same bundle)");
+    const counter = await startGateway("count", join(BENCH, "count-worker.js"), compat, originUrl, token);
+    const key = await seedTenantAndKey(counter.url, token, "bench", UNLIMITED_TENANT, "bench (counts)");
+    result.counts = await runCounts(counter.url, { authorization: `Bearer ${key}` }, SETTINGS.counts, log);
+    await counter.stop();
+  }
+
+  // 3. Abuse. The gateway runs inside the counting wrapper, so the flood's
+  // D1 lookups are counted too (the wrapper adds a function call per D1 or
+  // Durable Object call, nothing per request otherwise).
+  {
+    log(`abuse: ${SETTINGS.abuse.floodRequests} requests with fresh random keys and addresses; legitimate probe at ${SETTINGS.abuse.probeRatePerS}/s`);
+    const inspectorPort = await freePort();
+    const target = await startGateway("abuse", join(BENCH, "count-worker.js"), compat, originUrl, token, "enforce", { inspectorPort });
+    const key = await seedTenantAndKey(target.url, token, "legit", LIMITED_TENANT, "legitimate (abuse)");
+    result.abuse = await runAbuse(target, inspectorPort, key, SETTINGS.abuse, log);
+    result.abuse.legitimate_key_limit = LIMITED_KEY_LIMIT;
+    const { LimiterTable } = await tsImport("../src/engine/limiter-table.ts", import.meta.url);
+    result.abuse.memory.limiter_table_bytes = new LimiterTable(16).byteSize;
+    await target.stop();
+    log("abuse control: the bare Worker's memory over the same number of requests");
+    const controlPort = await freePort();
+    const bare = await startWorker({ name: "bare-control", scriptPath: join(BENCH, "bare-worker.js"), bindings: { ORIGIN_URL: originUrl }, compat, extra: { inspectorPort: controlPort } });
+    result.abuse.bare_control = await bareControl(bare, controlPort, SETTINGS.abuse);
+    await bare.stop();
+  }
+
+  // 4. Where (b)'s time goes.
+  {
+    const inspectorPort = await freePort();
+    const profiled = await startGateway("profiled", bundle, compat, originUrl, token, "enforce", { inspectorPort });
+    const key = await seedTenantAndKey(profiled.url, token, "bench", UNLIMITED_TENANT, "bench (profile)");
+    const spec = { url: profiled.url, kind: "get", path: "/bench/item?x=1", headers: { authorization: `Bearer ${key}` }, connections: SETTINGS.e2e.connections };
+    await runLoad({ ...spec, durationS: 2 });
+    log(`profiling (b) for ${SETTINGS.profileS} s through the inspector`);
+    const { profile, result: load } = await profileWhile(inspectorPort, "profiled", () => runLoad({ ...spec, durationS: SETTINGS.profileS }));
+    result.profile = { seconds: SETTINGS.profileS, requests_per_s: load.requests_per_s, summary: summariseProfile(profile, "index.js", sourceMap, 20) };
+    await profiled.stop();
+  }
+
+  result.targets = evaluateTargets(result);
+  result.total_runtime_s = Math.round((Date.now() - startedAt) / 1000);
+  mkdirSync(RESULTS, { recursive: true });
+  const jsonName = QUICK ? "quick.json" : "latest.json";
+  writeFileSync(join(RESULTS, jsonName), `${JSON.stringify(result, null, 2)}\n`);
+  if (!QUICK) {
+    const e = result.end_to_end.settings;
+    writeFileSync(
+      join(RESULTS, "latency.svg"),
+      latencySvg(
+        result.end_to_end.latency.runs,
+        `open loop at ${e.latency_rate_per_s} req/s each, medians of ${e.latencyRounds} interleaved rounds × ${e.latencyDurationS} s · ${result.machine.cpu_count} cores shared with the load generator · ${result.machine.date.slice(0, 10)}`,
+      ),
+    );
+  }
+  console.log(`\n${markdownSummary(result)}`);
+  log(`wrote bench/results/${jsonName}${QUICK ? "" : " and bench/results/latency.svg"}`);
+}
+
+try {
+  await main();
+} catch (err) {
+  console.error(`\n✗ bench failed: ${err?.stack ?? err}`);
+  process.exitCode = 1;
+} finally {
+  await cleanupAll();
+}
