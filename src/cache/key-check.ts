@@ -6,6 +6,7 @@ import type { Config } from "../config";
 import type { Db } from "../db/client";
 import { ensureSetting, getSetting, KEY_CHECK_SECRET } from "../db/settings";
 import { importKeyCheckSecret, newKeyCheckSecret } from "../identity/api-key";
+import { joinWithPatience } from "./patience";
 
 let loaded: CryptoKey | null = null;
 let absentUntilMs = 0;
@@ -18,25 +19,35 @@ export function peekKeyCheck(nowMs: number): CryptoKey | null | undefined {
 }
 
 /** The check key, or null when no key was ever minted. One load in flight at a time. */
-export function loadKeyCheck(db: () => Db, config: Config, nowMs: number): Promise<CryptoKey | null> {
+export async function loadKeyCheck(db: () => Db, config: Config, nowMs: number): Promise<CryptoKey | null> {
   const known = peekKeyCheck(nowMs);
-  if (known !== undefined) return Promise.resolve(known);
-  if (loading === null) {
-    loading = (async () => {
-      try {
-        const secret = await getSetting(db(), KEY_CHECK_SECRET);
-        if (secret === null) {
-          absentUntilMs = nowMs + config.cacheTtlMs;
-          return null;
-        }
-        loaded = await importKeyCheckSecret(secret);
-        return loaded;
-      } finally {
-        loading = null;
-      }
-    })();
+  if (known !== undefined) return known;
+  const shared = loading;
+  if (shared !== null) {
+    // Another request's load: join it with patience (see patience.ts).
+    const joined = await joinWithPatience(shared);
+    if (joined.settled) {
+      if (joined.ok) return joined.value;
+      throw joined.error;
+    }
+    if (loading === shared) loading = null;
   }
-  return loading;
+  const flight: { promise: Promise<CryptoKey | null> | null } = { promise: null };
+  flight.promise = (async () => {
+    try {
+      const secret = await getSetting(db(), KEY_CHECK_SECRET);
+      if (secret === null) {
+        absentUntilMs = nowMs + config.cacheTtlMs;
+        return null;
+      }
+      loaded = await importKeyCheckSecret(secret);
+      return loaded;
+    } finally {
+      if (loading === flight.promise) loading = null;
+    }
+  })();
+  loading = flight.promise;
+  return flight.promise;
 }
 
 /** For minting: the check key, creating the deployment's secret on first use. */

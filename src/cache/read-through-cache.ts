@@ -5,6 +5,8 @@
 // past its expiry when the loader throws. Time comes in as `nowMs` so tests
 // drive it.
 
+import { joinWithPatience } from "./patience";
+
 export interface ReadThroughCacheOptions<V> {
   /** Most positive entries held; the least recently used is evicted first. */
   readonly maxEntries: number;
@@ -63,13 +65,23 @@ export class ReadThroughCache<K, V> {
    * otherwise the error is rethrown and nothing is cached.
    */
   async get(key: K, nowMs: number, load: () => Promise<V>): Promise<V> {
-    const entry = this.#positive.get(key) ?? this.#negative.get(key);
+    let entry = this.#positive.get(key) ?? this.#negative.get(key);
     if (entry !== undefined && nowMs < entry.freshUntilMs) {
       this.#touch(key, entry);
       return entry.value;
     }
     const running = this.#flights.get(key);
-    if (running !== undefined) return running.promise;
+    if (running !== undefined) {
+      const joined = await joinWithPatience(running.promise);
+      if (joined.settled) {
+        if (joined.ok) return joined.value;
+        throw joined.error;
+      }
+      // The load belongs to another request that may be gone (see patience.ts):
+      // drop it and load for ourselves.
+      if (this.#flights.get(key) === running) this.#flights.delete(key);
+      entry = this.#positive.get(key) ?? this.#negative.get(key);
+    }
 
     const flight: Flight<V> = { promise: Promise.resolve(undefined as V) };
     flight.promise = this.#load(key, nowMs, load, entry, flight);

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { JOIN_PATIENCE_MS } from "../../src/cache/patience";
 import { ReadThroughCache } from "../../src/cache/read-through-cache";
 
 const OPTIONS = { maxEntries: 3, maxNegativeEntries: 2, ttlMs: 10_000, staleIfErrorMs: 300_000 };
@@ -138,5 +139,37 @@ describe("ReadThroughCache", () => {
     expect(cache.peek("k2", 1)).toEqual({ tenant: "t2" });
     cache.clearAll();
     expect(cache.size).toBe(0);
+  });
+});
+
+describe("joining another request's load", () => {
+  it("waits at most JOIN_PATIENCE_MS for a load that never settles, then loads for itself and keeps that value", async () => {
+    const cache = new ReadThroughCache<string, string | null>({ maxEntries: 10, maxNegativeEntries: 10, ttlMs: 60_000, staleIfErrorMs: 0 });
+    // A load whose request was cancelled: its promise never settles.
+    void cache.get("k", 0, () => new Promise<string>(() => {}));
+    let ownLoads = 0;
+    const started = Date.now();
+    const value = await cache.get("k", 0, async () => {
+      ownLoads++;
+      return "fresh";
+    });
+    expect(value).toBe("fresh");
+    expect(ownLoads).toBe(1);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(JOIN_PATIENCE_MS - 5);
+    // Stored: later requests neither wait nor load.
+    expect(await cache.get("k", 1, async () => "other")).toBe("fresh");
+  });
+
+  it("shares a load that settles in time: one load for concurrent misses", async () => {
+    const cache = new ReadThroughCache<string, string | null>({ maxEntries: 10, maxNegativeEntries: 10, ttlMs: 60_000, staleIfErrorMs: 0 });
+    let loads = 0;
+    const load = async () => {
+      loads++;
+      await new Promise((r) => setTimeout(r, 20));
+      return "v";
+    };
+    const values = await Promise.all([cache.get("s", 0, load), cache.get("s", 0, load), cache.get("s", 0, load)]);
+    expect(values).toEqual(["v", "v", "v"]);
+    expect(loads).toBe(1);
   });
 });
