@@ -58,7 +58,8 @@ export async function forward(request: Request, url: URL, base: OriginBase | nul
     // The reason (DNS, refused, reset, aborted) is not the client's business.
     return problem("origin_unreachable", { detail: "The origin could not be reached." });
   }
-  const out = new Headers(response.headers);
-  dropHopByHop(out);
-  return new Response(response.body, { status: response.status, statusText: response.statusText, headers: out });
+  // One copy of the origin's headers (the new Response's own, mutable), then the drops.
+  const out = new Response(response.body, response);
+  dropHopByHop(out.headers);
+  return out;
 }
