@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { hasValidCheck, importKeyCheckSecret, KEY_CHECK_CHARS, mintApiKey, newKeyCheckSecret, parseApiKey, sha256Hex } from "../../src/identity/api-key";
+import { hasValidCheck, importKeyCheckSecret, mintApiKey, newKeyCheckSecret, parseApiKey, sha256Hex } from "../../src/identity/api-key";
 
 const ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz";
 
@@ -38,6 +38,5 @@ describe("managed API keys", () => {
       if (await hasValidCheck(key, checkKey)) passed++;
     }
     expect(passed).toBe(0);
-    expect(KEY_CHECK_CHARS * 5).toBe(30);
   });
 });

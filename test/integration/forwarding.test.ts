@@ -115,6 +115,23 @@ describe("forwarding to the origin", () => {
     expect(got.headers["x-tollgate-key-id"]).toBeUndefined();
   });
 
+  it("takes the client address from X-Forwarded-For only behind a trusted proxy, scanning from the right", async () => {
+    const config = { TOLLGATE: { mode: "off", trusted_proxies: ["10.0.0.0/8"] } };
+    const behind = await seen(await callGateway(gatewayRequest("/xff", { ip: "10.1.2.3", headers: { "x-forwarded-for": "198.51.100.1, 203.0.113.50, 10.9.9.9" } }), config));
+    expect(behind.headers["x-forwarded-for"]).toBe("203.0.113.50");
+    const untrusted = await seen(await callGateway(gatewayRequest("/xff", { ip: "192.0.2.8", headers: { "x-forwarded-for": "203.0.113.50" } }), config));
+    expect(untrusted.headers["x-forwarded-for"]).toBe("192.0.2.8");
+  });
+
+  it("passes the credential on by default and removes it with strip_credential", async () => {
+    const headers = { authorization: "Basic b3JpZ2luOnNlY3JldA==", "x-api-key": "origin-key" };
+    const kept = await seen(await callGateway(gatewayRequest("/cred", { ip: "203.0.113.19", headers }), OPEN));
+    expect(kept.headers.authorization).toBe("Basic b3JpZ2luOnNlY3JldA==");
+    const stripped = await seen(await callGateway(gatewayRequest("/cred", { ip: "203.0.113.19", headers }), { TOLLGATE: { mode: "off", strip_credential: true } }));
+    expect(stripped.headers.authorization).toBeUndefined();
+    expect(stripped.headers["x-api-key"]).toBeUndefined();
+  });
+
   it("keeps every path under the origin's base path", async () => {
     const withBase = { ORIGIN_URL: `${env.ORIGIN_URL}/base/v2/` };
     const cases: [string, string][] = [

@@ -87,6 +87,12 @@ describe("storage quotas at the edge", () => {
     expect(res.headers.get("retry-after")).toBeNull();
     expect(await originLog(tag)).toHaveLength(0);
     expect(await usageOf(tenant)).toMatchObject({ bytes: 600, objects: 1, reserved_bytes: 0 });
+    // One quota_hard_exceeded audit event, written in the background; a second refusal in the window adds none.
+    expect((await upload({ key, object: "c.bin", bytes: 500 })).status).toBe(403);
+    const events = await env.DB.prepare("SELECT actor, detail FROM audit_events WHERE tenant = ? AND kind = 'quota_hard_exceeded'").bind(tenant).all<{ actor: string; detail: string }>();
+    expect(events.results).toHaveLength(1);
+    expect(events.results[0]!.actor).toBe("quota");
+    expect(JSON.parse(events.results[0]!.detail)).toMatchObject({ quota_kind: "bytes", usage: 600, limit: 1000, requested: 500 });
   });
 
   it("admits exactly 10 of 30 concurrent 100-byte uploads against a 1,000-byte quota", async () => {
