@@ -67,14 +67,21 @@ export interface InFlightLimits {
   readonly perTenant: number;
 }
 
+// The bounds of the config last seen: derived once per config, not per request.
+let limitsFor: Config | null = null;
+let limitsMemo: InFlightLimits | null = null;
+
 /** The bounds in force: the per-credential cap is the tighter of its count and its share. */
 export function inFlightLimits(config: Config): InFlightLimits {
+  if (limitsFor === config && limitsMemo !== null) return limitsMemo;
   const { budget, perCredential, credentialShare, tenantShare } = config.inFlight;
-  return {
+  limitsFor = config;
+  limitsMemo = {
     budget,
     perCredential: Math.max(1, Math.min(perCredential, Math.floor(credentialShare * budget))),
     perTenant: Math.max(1, Math.floor(tenantShare * budget)),
   };
+  return limitsMemo;
 }
 
 /** The isolate's table. Bounded by the budget: at most `budget` entries in each map. */

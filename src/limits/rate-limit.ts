@@ -3,22 +3,22 @@
 // `ip:<address or /64>`), its tenant, and for anonymous callers the optional
 // `anonymous` aggregate — all or nothing, in the isolate's limiter table.
 // Every charged response carries the RateLimit headers of the tightest limit.
-import type { Context, MiddlewareHandler } from "hono";
+import type { MiddlewareHandler } from "hono";
 import { rateLimitRejections } from "../cache/rejection-counter";
 import type { Config } from "../config";
 import type { Caller, GatewayEnv } from "../context";
 import { admit, type Charge } from "../engine/gcra";
 import { rateLimitHeaders } from "../engine/rate-limit-headers";
 import { resolveLimits } from "../engine/resolve-limits";
+import type { RouteMatch } from "../engine/routes";
 import { limiterTable } from "./limiter-state";
 import { rateLimitedResponse } from "./rate-limit-response";
 import { refuse } from "./refuse";
 import { noteRefusal } from "./sustained";
 
 export const REQUEST_CATEGORY = "request";
-const REQUEST_COST: readonly [string, number] = [REQUEST_CATEGORY, 1];
 
-function chargesFor(caller: Caller, clientKey: string, config: Config, categories: Iterable<readonly [string, number]>): Charge[] {
+function chargesFor(caller: Caller, clientKey: string, config: Config, route: RouteMatch | null): Charge[] {
   const charges: Charge[] = [];
   const defaults = config.defaults;
   if (caller.kind === "key") {
@@ -26,32 +26,32 @@ function chargesFor(caller: Caller, clientKey: string, config: Config, categorie
     const tenantSources = { tenant: caller.tenantLimits ?? undefined, defaults };
     const keySubject = `key:${caller.digest}`;
     const tenantSubject = `tenant:${caller.tenant}`;
-    for (const [category, cost] of categories) {
+    forEachCharge(route, (category, cost) => {
       charges.push({ subject: keySubject, category, limits: resolveLimits(category, "key", keySources), cost });
       charges.push({ subject: tenantSubject, category, limits: resolveLimits(category, "tenant", tenantSources), cost });
-    }
+    });
   } else {
     const ipSources = { override: caller.override ?? undefined, defaults };
     const ipSubject = `ip:${clientKey}`;
-    for (const [category, cost] of categories) {
+    forEachCharge(route, (category, cost) => {
       charges.push({ subject: ipSubject, category, limits: resolveLimits(category, "ip", ipSources), cost });
       const aggregate = resolveLimits(category, "anonymous", { defaults });
       if (aggregate.length > 0) charges.push({ subject: "anonymous", category, limits: aggregate, cost });
-    }
+    });
   }
   return charges;
 }
 
-function* requestCategories(c: Context<GatewayEnv>): Generator<readonly [string, number]> {
-  yield REQUEST_COST;
-  const route = c.get("route");
-  if (route !== null) yield* route.charges;
+/** 1 `request`, then the route's own charges. */
+function forEachCharge(route: RouteMatch | null, add: (category: string, cost: number) => void): void {
+  add(REQUEST_CATEGORY, 1);
+  if (route !== null) for (const [category, cost] of route.charges) add(category, cost);
 }
 
 export function rateLimit(): MiddlewareHandler<GatewayEnv> {
   return async function rateLimit(c, next) {
     const config = c.get("config");
-    const charges = chargesFor(c.get("caller"), c.get("clientKey"), config, requestCategories(c));
+    const charges = chargesFor(c.get("caller"), c.get("clientKey"), config, c.get("route"));
     const decision = admit(limiterTable(config.limiterMaxMemoryMib), charges, Date.now());
     if (!decision.allowed) {
       const denied = charges[decision.deniedChargeIndex];
