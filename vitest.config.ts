@@ -14,8 +14,8 @@ export default defineConfig(async () => {
         miniflare: {
           bindings: {
             ORIGIN_URL: `http://127.0.0.1:${inject("originPort")}`,
-            ADMIN_TOKEN: "test-admin-token-0123456789",
-            AUDITOR_TOKEN: "test-auditor-token-0123456789",
+            ADMIN_TOKEN: "test-admin-token-0123456789abcdefghij",
+            AUDITOR_TOKEN: "test-auditor-token-0123456789abcdefgh",
             TEST_MIGRATIONS: migrations,
           },
         },

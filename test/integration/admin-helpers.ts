@@ -7,8 +7,8 @@ import { expect } from "vitest";
 import worker from "../../src/index";
 import { callGateway, type EnvOverrides, gatewayRequest } from "../helpers";
 
-export const ADMIN_TOKEN = "test-admin-token-0123456789";
-export const AUDITOR_TOKEN = "test-auditor-token-0123456789";
+export const ADMIN_TOKEN = "test-admin-token-0123456789abcdefghij";
+export const AUDITOR_TOKEN = "test-auditor-token-0123456789abcdefgh";
 export const ADMIN_BASE = "/_tollgate/admin/v1";
 
 /** A config whose admin limit no test file reaches. One object per file keeps it parsed once. */

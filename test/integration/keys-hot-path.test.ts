@@ -40,7 +40,7 @@ describe("the hot path", () => {
       expect((await problemOf(refused)).code).toBe("invalid_credential");
     }
     // A real key's id with another secret fails its check too.
-    const forged = `${real.key.slice(0, -8)}${real.key.endsWith("0") ? "1" : "0"}${real.key.slice(-7)}`;
+    const forged = `${real.key.slice(0, -8)}${real.key.at(-8) === "0" ? "1" : "0"}${real.key.slice(-7)}`;
     expect((await keyedCall(forged, "/x", CONFIG, { db, ip: uniqueIp() })).status).toBe(401);
     expect(counts.prepare).toBe(0);
     for (let i = 0; i < 60; i++) {
