@@ -1,7 +1,10 @@
-// The TOLLGATE var, parsed and validated once per isolate (zod). Every field is
-// optional; its default is a named constant below. An invalid config is not a
-// crash: loadConfig returns the field and the reason, every gateway request
-// answers 500 config_invalid naming it, and /_tollgate/health says so.
+// The TOLLGATE var, parsed and validated (zod) once per config object by the
+// runtime (src/runtime.ts). Every field is optional; its default is a named
+// constant below. Every value is checked against what the runtime can use
+// (DESIGN §9): a config that validates works. An invalid config is not a
+// crash: parseConfig returns the field and the reason (never the value: the
+// answer reaches every client), every gateway request answers 500
+// config_invalid naming the field, and /_tollgate/health says so.
 import { z } from "zod";
 import { type CidrSet, parseCidrs } from "./identity/cidr";
 import { compileLimits, type Limit, limitError } from "./engine/limit";
@@ -31,6 +34,17 @@ export const DEFAULT_RESERVATION_TTL_S = 900;
 export const DEFAULT_AUDIT_THRESHOLD_REJECTIONS = 100;
 export const DEFAULT_AUDIT_WINDOW_S = 60;
 export const DEFAULT_REQUEST_LOG = true;
+/** An isolate has 128 MB; the limiter table is preallocated, so its bound must leave room for the rest. */
+export const MAX_LIMITER_MEMORY_MIB = 64;
+/** Longest reservation a quota object keeps: a week (an upload that takes longer is committed late, see docs/quotas.md). */
+export const MAX_RESERVATION_TTL_S = 7 * 24 * 3600;
+export const MAX_AUDIT_WINDOW_S = 24 * 3600;
+export const MAX_CACHE_TTL_S = 3600;
+export const MAX_STALE_IF_ERROR_S = 24 * 3600;
+export const MAX_FLUSH_INTERVAL_S = 3600;
+/** Entries of the isolate's caches and accumulators: each is bounded by this, memory by it times an entry's size. */
+export const MAX_CACHE_ENTRIES = 100_000;
+export const MAX_LIST_ENTRIES = 1000;
 
 const SUBJECT_KINDS = ["key", "tenant", "ip", "anonymous", "admin"] as const satisfies readonly SubjectKind[];
 const CATEGORY_NAME = /^[a-z][a-z0-9_]{0,31}$/;
@@ -54,20 +68,24 @@ const routeSchema = z.unknown().superRefine((value, ctx) => {
 
 const share = z.number().min(0.01, "must be between 0.01 and 1").max(1, "must be between 0.01 and 1");
 const positiveInt = z.number().int("must be a whole number").positive("must be > 0").max(Number.MAX_SAFE_INTEGER);
-const positiveSeconds = z.number().positive("must be > 0").finite("must be finite");
+const boundedInt = (max: number) => z.number().int("must be a whole number").positive("must be > 0").max(max, `must be <= ${max}`);
+const positiveSeconds = (max: number) => z.number().positive("must be > 0").max(max, `must be <= ${max}`);
+/** Durations the quota object keeps are whole seconds (it stores them as integers). */
+const wholeSeconds = (max: number) => z.number().int("must be a whole number of seconds").min(1, "must be >= 1").max(max, `must be <= ${max}`);
+const list = <T extends z.ZodType>(item: T) => z.array(item).max(MAX_LIST_ENTRIES, `at most ${MAX_LIST_ENTRIES} entries`);
 
 export const configSchema = z.strictObject({
   mode: z.enum(["enforce", "shadow", "off"]).default(DEFAULT_MODE),
   anonymous: z.enum(["allow", "deny"]).default(DEFAULT_ANONYMOUS),
-  trusted_proxies: z.array(z.string()).default([...DEFAULT_TRUSTED_PROXIES]),
-  exempt_paths: z.array(z.string().startsWith("/", "must begin with /")).default([...DEFAULT_EXEMPT_PATHS]),
+  trusted_proxies: list(z.string().max(64, "must be at most 64 characters")).default([...DEFAULT_TRUSTED_PROXIES]),
+  exempt_paths: list(z.string().startsWith("/", "must begin with /").max(1024, "must be at most 1024 characters")).default([...DEFAULT_EXEMPT_PATHS]),
   strip_credential: z.boolean().default(DEFAULT_STRIP_CREDENTIAL),
   max_request_bytes: z.number().int("must be a whole number").min(0, "must be >= 0").max(Number.MAX_SAFE_INTEGER).default(DEFAULT_MAX_REQUEST_BYTES),
-  cache_ttl_s: positiveSeconds.default(DEFAULT_CACHE_TTL_S),
-  stale_if_error_s: z.number().min(0, "must be >= 0").finite().default(DEFAULT_STALE_IF_ERROR_S),
-  cache_max_entries: positiveInt.default(DEFAULT_CACHE_MAX_ENTRIES),
+  cache_ttl_s: positiveSeconds(MAX_CACHE_TTL_S).default(DEFAULT_CACHE_TTL_S),
+  stale_if_error_s: z.number().min(0, "must be >= 0").max(MAX_STALE_IF_ERROR_S, `must be <= ${MAX_STALE_IF_ERROR_S}`).default(DEFAULT_STALE_IF_ERROR_S),
+  cache_max_entries: boundedInt(MAX_CACHE_ENTRIES).default(DEFAULT_CACHE_MAX_ENTRIES),
   categories: z.record(z.string().regex(CATEGORY_NAME, "category names match ^[a-z][a-z0-9_]{0,31}$"), categorySchema).default({}),
-  routes: z.array(routeSchema).default([]),
+  routes: list(routeSchema).default([]),
   auth_failures: limitListSchema.optional(),
   in_flight: z
     .strictObject({
@@ -78,16 +96,25 @@ export const configSchema = z.strictObject({
     })
     .default({ per_credential: DEFAULT_IN_FLIGHT_PER_CREDENTIAL, budget: DEFAULT_IN_FLIGHT_BUDGET, credential_share: DEFAULT_CREDENTIAL_SHARE, tenant_share: DEFAULT_TENANT_SHARE }),
   limiter: z
-    .strictObject({ max_memory_mib: z.number().min(1, "must be >= 1").max(512, "must be <= 512").default(DEFAULT_LIMITER_MAX_MEMORY_MIB) })
+    .strictObject({
+      max_memory_mib: z.number().min(1, "must be >= 1").max(MAX_LIMITER_MEMORY_MIB, `must be <= ${MAX_LIMITER_MEMORY_MIB} (an isolate has 128 MB)`).default(DEFAULT_LIMITER_MAX_MEMORY_MIB),
+    })
     .default({ max_memory_mib: DEFAULT_LIMITER_MAX_MEMORY_MIB }),
   usage: z
-    .strictObject({ flush_interval_s: positiveSeconds.default(DEFAULT_USAGE_FLUSH_INTERVAL_S), max_pending: positiveInt.default(DEFAULT_USAGE_MAX_PENDING) })
+    .strictObject({
+      flush_interval_s: positiveSeconds(MAX_FLUSH_INTERVAL_S).default(DEFAULT_USAGE_FLUSH_INTERVAL_S),
+      max_pending: boundedInt(MAX_CACHE_ENTRIES).default(DEFAULT_USAGE_MAX_PENDING),
+    })
     .default({ flush_interval_s: DEFAULT_USAGE_FLUSH_INTERVAL_S, max_pending: DEFAULT_USAGE_MAX_PENDING }),
-  reservation_ttl_s: positiveSeconds.default(DEFAULT_RESERVATION_TTL_S),
+  reservation_ttl_s: wholeSeconds(MAX_RESERVATION_TTL_S).default(DEFAULT_RESERVATION_TTL_S),
   audit: z
-    .strictObject({ threshold_rejections: positiveInt.default(DEFAULT_AUDIT_THRESHOLD_REJECTIONS), window_s: positiveSeconds.default(DEFAULT_AUDIT_WINDOW_S) })
+    .strictObject({
+      threshold_rejections: positiveInt.default(DEFAULT_AUDIT_THRESHOLD_REJECTIONS),
+      window_s: wholeSeconds(MAX_AUDIT_WINDOW_S).default(DEFAULT_AUDIT_WINDOW_S),
+    })
     .default({ threshold_rejections: DEFAULT_AUDIT_THRESHOLD_REJECTIONS, window_s: DEFAULT_AUDIT_WINDOW_S }),
   request_log: z.boolean().default(DEFAULT_REQUEST_LOG),
+  blocked_countries: list(z.string().regex(/^[A-Z]{2}$/, "must be an ISO 3166-1 alpha-2 code in capitals, such as DE")).default([]),
 });
 
 export type RawConfig = z.output<typeof configSchema>;
@@ -114,6 +141,8 @@ export interface Config {
   readonly auditThresholdRejections: number;
   readonly auditWindowMs: number;
   readonly requestLog: boolean;
+  /** ISO country codes refused 403 blocked (request.cf.country). */
+  readonly blockedCountries: ReadonlySet<string>;
 }
 
 export type ConfigResult = { ok: true; config: Config } | { ok: false; field: string; message: string };
@@ -135,12 +164,16 @@ export function parseConfig(raw: unknown): ConfigResult {
   const parsed = configSchema.safeParse(value);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
-    const field = issue && issue.path.length > 0 ? issue.path.map(String).join(".") : "TOLLGATE";
+    const path = issue === undefined ? [] : issue.path.map(String);
+    // An unknown field is reported on its parent; name the field itself.
+    if (issue?.code === "unrecognized_keys" && issue.keys.length > 0) path.push(String(issue.keys[0]));
+    const field = path.length > 0 ? path.join(".") : "TOLLGATE";
     return { ok: false, field, message: issue?.message ?? "is invalid" };
   }
   const c = parsed.data;
   const proxies = parseCidrs(c.trusted_proxies);
-  if (!proxies.ok) return { ok: false, field: `trusted_proxies.${proxies.index}`, message: proxies.reason };
+  // The parser's reason quotes the entry; the answer reaches every client, so it names the field only.
+  if (!proxies.ok) return { ok: false, field: `trusted_proxies.${proxies.index}`, message: "must be an IPv4 or IPv6 address or CIDR with a valid prefix length" };
 
   const defaults: Record<string, Partial<Record<SubjectKind, readonly Limit[]>>> = {};
   for (const [category, spec] of Object.entries(c.categories)) {
@@ -179,19 +212,7 @@ export function parseConfig(raw: unknown): ConfigResult {
       auditThresholdRejections: c.audit.threshold_rejections,
       auditWindowMs: c.audit.window_s * 1000,
       requestLog: c.request_log,
+      blockedCountries: new Set(c.blocked_countries),
     },
   };
-}
-
-// One entry per isolate: the env's TOLLGATE value is the same object (or
-// string) for every request an isolate serves, so this parses once. Tests that
-// pass another value get it parsed once too.
-let lastRaw: unknown = Symbol("none");
-let lastResult: ConfigResult | null = null;
-
-export function loadConfig(raw: unknown): ConfigResult {
-  if (lastResult !== null && raw === lastRaw) return lastResult;
-  lastResult = parseConfig(raw);
-  lastRaw = raw;
-  return lastResult;
 }

@@ -6,6 +6,7 @@
 
 export type ProblemCode =
   | "invalid_request"
+  | "invalid_path"
   | "credential_required"
   | "invalid_credential"
   | "credential_revoked"
@@ -13,11 +14,14 @@ export type ProblemCode =
   | "admin_unauthorized"
   | "quota_exceeded"
   | "admin_forbidden"
+  | "blocked"
+  | "tenant_unknown"
   | "not_found"
   | "length_required"
   | "request_too_large"
   | "rate_limited"
   | "too_many_in_flight"
+  | "too_many_streams"
   | "auth_failures"
   | "config_invalid"
   | "internal_error"
@@ -25,7 +29,8 @@ export type ProblemCode =
   | "quota_unavailable"
   | "auth_unavailable"
   | "admin_disabled"
-  | "admin_unavailable";
+  | "admin_unavailable"
+  | "limits_unavailable";
 
 interface ProblemInfo {
   readonly status: number;
@@ -36,6 +41,7 @@ interface ProblemInfo {
 
 export const PROBLEMS: Readonly<Record<ProblemCode, ProblemInfo>> = {
   invalid_request: { status: 400, title: "Bad Request", hint: "Fix the field named in `field` and send the request again." },
+  invalid_path: { status: 400, title: "Bad Request", hint: "Send the path without encoded separators (%2F, %5C) or NUL (%00)." },
   credential_required: { status: 401, title: "Unauthorized", hint: "Send an API key in `Authorization: Bearer <key>` or `X-Api-Key`." },
   invalid_credential: { status: 401, title: "Unauthorized", hint: "Check the API key; it is not one this gateway issued." },
   credential_revoked: { status: 401, title: "Unauthorized", hint: "This API key was revoked; ask the operator for a new one." },
@@ -43,19 +49,23 @@ export const PROBLEMS: Readonly<Record<ProblemCode, ProblemInfo>> = {
   admin_unauthorized: { status: 401, title: "Unauthorized", hint: "Send the admin token in `Authorization: Bearer <token>`." },
   quota_exceeded: { status: 403, title: "Forbidden", hint: "Delete stored objects or ask the operator to raise the quota; waiting does not help." },
   admin_forbidden: { status: 403, title: "Forbidden", hint: "The auditor token may only read; use the admin token to write." },
+  blocked: { status: 403, title: "Forbidden", hint: "The operator has blocked this caller, network or tenant; contact them if you think this is wrong." },
+  tenant_unknown: { status: 403, title: "Forbidden", hint: "The token names a tenant this gateway does not know; ask the operator to create it." },
   not_found: { status: 404, title: "Not Found", hint: "Check the identifier in the path." },
   length_required: { status: 411, title: "Length Required", hint: "Send a `Content-Length` header with the body's size in bytes." },
   request_too_large: { status: 413, title: "Content Too Large", hint: "Send a smaller body; `limit` is the largest accepted size in bytes." },
   rate_limited: { status: 429, title: "Too Many Requests", hint: "Wait `retry_after_ms` milliseconds (see `Retry-After`) before sending again." },
   too_many_in_flight: { status: 429, title: "Too Many Requests", hint: "Too many of your requests are in progress at once; wait for some to finish." },
+  too_many_streams: { status: 429, title: "Too Many Requests", hint: "Too many of your streams are open at once; close one before opening another." },
   auth_failures: { status: 429, title: "Too Many Requests", hint: "Too many failed authentications from this address; wait before trying again." },
   config_invalid: { status: 500, title: "Internal Server Error", hint: "The gateway's TOLLGATE configuration is invalid; the operator must fix the field named in `field`." },
   internal_error: { status: 500, title: "Internal Server Error", hint: "The gateway failed unexpectedly; try again later." },
   origin_unreachable: { status: 502, title: "Bad Gateway", hint: "The origin could not be reached; try again later." },
   quota_unavailable: { status: 503, title: "Service Unavailable", hint: "The quota service is unavailable; retry after `Retry-After` seconds." },
-  auth_unavailable: { status: 503, title: "Service Unavailable", hint: "The key could not be verified right now; retry shortly." },
-  admin_disabled: { status: 503, title: "Service Unavailable", hint: "Set the ADMIN_TOKEN secret to enable the admin API." },
+  auth_unavailable: { status: 503, title: "Service Unavailable", hint: "The credential could not be verified right now; retry shortly." },
+  admin_disabled: { status: 503, title: "Service Unavailable", hint: "Set an ADMIN_TOKEN secret of at least 32 characters to enable the admin API." },
   admin_unavailable: { status: 503, title: "Service Unavailable", hint: "The admin store (D1) is unavailable and nothing was changed; retry after `Retry-After` seconds." },
+  limits_unavailable: { status: 503, title: "Service Unavailable", hint: "A global rate limit could not be checked right now; retry after `Retry-After` seconds." },
 };
 
 export const PROBLEM_TYPE_BASE = "https://tollgate.dev/problems/";

@@ -1,10 +1,10 @@
 // The Worker's default export and the Durable Object export, nothing else.
-import { createApp } from "./app";
+import { createWorker } from "./app";
 
 export { TenantQuota } from "./durable/tenant-quota";
 
-const app = createApp();
+const worker = createWorker();
 
 export default {
-  fetch: (request, env, ctx) => app.fetch(request, env, ctx),
+  fetch: (request, env, ctx) => worker.fetch(request, env, ctx),
 } satisfies ExportedHandler<Env>;

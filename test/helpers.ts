@@ -5,6 +5,10 @@ import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test"
 import { env } from "cloudflare:workers";
 import { expect } from "vitest";
 import worker from "../src/index";
+import { Exchange } from "../src/context";
+import { declaredLength } from "../src/proxy/content-length";
+import { splitUrl } from "../src/proxy/request-path";
+import { compileRuntime, type Runtime, runtimeFor } from "../src/runtime";
 
 let counter = 0;
 /** A name no other test in this run uses: `<prefix>-<random>-<n>`. */
@@ -74,4 +78,66 @@ export async function sha256Hex(bytes: Uint8Array): Promise<string> {
 export async function problemOf(response: Response): Promise<Record<string, unknown>> {
   expect(response.headers.get("content-type")).toBe("application/problem+json");
   return (await response.json()) as Record<string, unknown>;
+}
+
+/** The runtime the Worker uses for this TOLLGATE config (the same object the gateway's requests use). */
+export function runtimeOf(config: unknown, overrides: EnvOverrides = {}): Runtime {
+  return runtimeFor({ ...env, TOLLGATE: config, ...overrides } as unknown as Env);
+}
+
+/**
+ * Polls `check` until it returns true or `timeoutMs` passes, then asserts it.
+ * For effects that land in the background (a slot released when a pipe
+ * settles): the test waits for the effect, never for a fixed time.
+ */
+export async function eventually(check: () => boolean | Promise<boolean>, message: string, timeoutMs = 5000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (await check()) return;
+    if (Date.now() > deadline) break;
+    await new Promise((r) => setTimeout(r, 5));
+  }
+  expect(await check(), message).toBe(true);
+}
+
+/**
+ * An Exchange for one request, to run a data-plane step alone: built on
+ * `runtime` (its caches, tables and config), as the gateway builds it, with
+ * the client address given rather than resolved.
+ */
+export function exchangeFor(runtime: Runtime, request: Request, options: { clientKey?: string; overrides?: EnvOverrides } = {}): Exchange {
+  const config = runtime.config;
+  if (config === null) throw new Error("the runtime's config is invalid");
+  const { pathname, search } = splitUrl(request.url);
+  const x = new Exchange(request, { ...env, ...options.overrides } as never, null, runtime, config, pathname, search, declaredLength(request.headers), Date.now());
+  if (options.clientKey !== undefined) {
+    x.clientKey = options.clientKey;
+    x.clientAddress = options.clientKey;
+  }
+  return x;
+}
+
+/**
+ * A gateway on a clock the test sets: its own runtime (own limiter table and
+ * caches), compiled from `config`, whose every decision reads `clock.nowMs`.
+ * For behaviour tied to time (windows, expiries, retry delays) without
+ * sleeping or racing the wall clock.
+ */
+export function clockedGateway(config: unknown, overrides: EnvOverrides = {}, startMs = Date.now()) {
+  const clock = { nowMs: startMs };
+  const testEnv = { ...env, TOLLGATE: config, ...overrides } as unknown as Env;
+  const runtime = compileRuntime(testEnv, { clock: () => clock.nowMs });
+  return {
+    clock,
+    runtime,
+    /** Calls the data plane; with `settle`, reads the body and waits for the background work. */
+    async call(request: Request, options: { settle?: boolean } = {}): Promise<Response> {
+      const ctx = createExecutionContext();
+      const response = await runtime.gateway(request, testEnv, ctx);
+      if (!options.settle) return response;
+      const body = await response.arrayBuffer();
+      await waitOnExecutionContext(ctx);
+      return new Response(response.status === 204 || response.status === 304 ? null : body, response);
+    },
+  };
 }

@@ -1,11 +1,14 @@
-// The admin sub-app's Hono environment: the Worker's bindings, and what the
+// The control app's Hono environment (health and the admin API): the
+// Worker's bindings, the runtime of the request's configuration, and what the
 // auth step sets for the handlers.
 import type { Config } from "../config";
 import type { Bindings } from "../context";
+import type { Runtime } from "../runtime";
 
 export type AdminRole = "admin" | "auditor";
 
 export interface AdminVars {
+  runtime: Runtime;
   /** The TOLLGATE config, or the built-in defaults when it is invalid (the admin API stays usable to fix data). */
   config: Config;
   role: AdminRole;

@@ -1,20 +1,22 @@
 // Who may use the admin API (DESIGN §8): `Authorization: Bearer <token>`
 // matching ADMIN_TOKEN (read and write) or AUDITOR_TOKEN (read only). Both
 // sides are hashed (SHA-256) and the digests compared in constant time, so
-// neither the comparison nor the token's length leaks anything. A token in
-// the query string is refused even when it is right: URLs end up in logs.
-// Each token is rate limited on its own (`admin` category), in the isolate's
-// shared limiter table; wrong tokens charge the address's auth_failures limit.
+// neither the comparison nor the token's length leaks anything. Configured
+// tokens are trimmed; one shorter than 32 characters disables the admin API
+// (503 admin_disabled). A token in the query string is refused even when it
+// is right: URLs end up in logs. Each token is rate limited on its own
+// (`admin` category) in the runtime's limiter table; wrong tokens charge the
+// address's auth-failure limit through the same gate as wrong API keys.
 import type { MiddlewareHandler } from "hono";
-import { type Config, loadConfig, parseConfig } from "../config";
-import { admit, type Charge, wouldAdmit } from "../engine/gcra";
-import { retryAfterSeconds } from "../engine/rate-limit-headers";
+import { admit, type Charge } from "../engine/gcra";
 import { resolveLimits } from "../engine/resolve-limits";
 import { problem } from "../errors";
-import { sha256Hex } from "../identity/api-key";
 import { resolveClientAddress } from "../identity/client-address";
-import { limiterTable } from "../limits/limiter-state";
+import { authFailuresResponse } from "../limits/auth-gate";
 import { rateLimitedResponse } from "../limits/rate-limit-response";
+import type { Runtime } from "../runtime";
+import { bearerToken } from "../utils/bearer";
+import { constantTimeEqual, sha256Bytes, sha256Hex, toHex } from "../utils/crypto";
 import type { AdminEnv, AdminRole } from "./admin-env";
 
 /** Query parameters that look like a credential: present → 401, whatever their value. */
@@ -22,110 +24,53 @@ const CREDENTIAL_PARAMS = new Set(["token", "access_token", "admin_token", "auth
 /** Hex characters of the token digest in the limiter subject `admin:<hex>`. */
 const SUBJECT_DIGEST_CHARS = 16;
 
-let fallbackConfig: Config | null = null;
-
-/** The config for admin requests: TOLLGATE, or the built-in defaults when it is invalid (the admin API must stay usable). */
-function adminConfig(raw: unknown): Config {
-  const result = loadConfig(raw);
-  if (result.ok) return result.config;
-  if (fallbackConfig === null) {
-    const defaults = parseConfig({});
-    if (!defaults.ok) throw new Error("built-in config does not validate");
-    fallbackConfig = defaults.config;
-  }
-  return fallbackConfig;
-}
-
-const digestMemo = new Map<string, Uint8Array>();
-
-async function digestBytes(text: string): Promise<Uint8Array> {
-  return new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text)));
-}
-
-/** The configured tokens' digests, computed once per token value (an isolate sees one or two). */
-async function configuredDigest(token: string): Promise<Uint8Array> {
-  let digest = digestMemo.get(token);
-  if (digest === undefined) {
-    digest = await digestBytes(token);
-    if (digestMemo.size >= 4) digestMemo.clear();
-    digestMemo.set(token, digest);
-  }
-  return digest;
-}
-
-/** Equal-length byte strings compared without an early exit. */
-export function constantTimeEqual(a: Uint8Array, b: Uint8Array): boolean {
-  if (a.length !== b.length) return false;
-  let diff = 0;
-  for (let i = 0; i < a.length; i++) diff |= (a[i] as number) ^ (b[i] as number);
-  return diff === 0;
-}
-
 function unauthorized(detail: string): Response {
   return problem("admin_unauthorized", { detail, headers: { "www-authenticate": 'Bearer realm="tollgate-admin"' } });
 }
 
-function bearerToken(authorization: string | undefined): string | null {
-  if (authorization === undefined) return null;
-  const match = /^\s*bearer\s+(\S+)\s*$/i.exec(authorization);
-  return match === null ? null : (match[1] as string);
+export type AdminTokenOutcome = { readonly kind: "admin" | "auditor"; readonly digest: Uint8Array } | { readonly kind: "refused" };
+
+/** Which role a presented token has, compared in constant time against the configured digests. */
+export async function verifyAdminToken(runtime: Runtime, token: string): Promise<AdminTokenOutcome> {
+  const tokens = runtime.adminTokens;
+  if (!tokens.enabled) return { kind: "refused" };
+  const presented = await sha256Bytes(token);
+  if (constantTimeEqual(presented, await tokens.admin)) return { kind: "admin", digest: presented };
+  if (tokens.auditor !== null && constantTimeEqual(presented, await tokens.auditor)) return { kind: "auditor", digest: presented };
+  return { kind: "refused" };
 }
 
 /** Authenticates, rate limits and authorises every admin request; sets `config` and `role`. */
 export function adminAuth(): MiddlewareHandler<AdminEnv> {
   return async function adminAuth(c, next) {
-    const adminToken = c.env.ADMIN_TOKEN;
-    if (adminToken === undefined || adminToken === "") {
-      return problem("admin_disabled", { detail: "The admin API is disabled: no ADMIN_TOKEN secret is set." });
-    }
+    const runtime = c.get("runtime");
+    const tokens = runtime.adminTokens;
+    if (!tokens.enabled) return problem("admin_disabled", { detail: `The admin API is disabled: ${tokens.reason}.` });
     const url = new URL(c.req.url);
     for (const name of url.searchParams.keys()) {
       if (CREDENTIAL_PARAMS.has(name.toLowerCase())) {
-        return unauthorized(`A token in the query string (\`${name}\`) is never accepted, even a valid one; send it in \`Authorization: Bearer <token>\`.`);
+        return unauthorized(`A token in the query string (\`${name.slice(0, 40)}\`) is never accepted, even a valid one; send it in \`Authorization: Bearer <token>\`.`);
       }
     }
     const token = bearerToken(c.req.header("authorization"));
-    if (token === null) return unauthorized("No admin token: send `Authorization: Bearer <token>`.");
+    if (token === null || token === "") return unauthorized("No admin token: send `Authorization: Bearer <token>`.");
 
-    // Wrong tokens count against the address's auth_failures limit, as wrong
-    // API keys do: past it, the address is refused before any comparison.
-    const config = adminConfig((c.env as { TOLLGATE?: unknown }).TOLLGATE);
-    const table = limiterTable(config.limiterMaxMemoryMib);
-    const failures: Charge[] = [
-      {
-        subject: `authfail:${resolveClientAddress(c.req.header("cf-connecting-ip") ?? null, c.req.header("x-forwarded-for") ?? null, config.trustedProxies)}`,
-        category: "auth_failures",
-        limits: config.authFailureLimits,
-        cost: 1,
-      },
-    ];
-    const gate = wouldAdmit(table, failures, Date.now());
-    if (!gate.allowed) {
-      return problem("auth_failures", {
-        detail: "Too many failed authentications from this address.",
-        extras: { category: "auth_failures", retry_after_ms: gate.retryAfterMs },
-        headers: { "retry-after": String(retryAfterSeconds(gate.retryAfterMs)) },
-      });
-    }
+    const config = runtime.adminConfig;
+    const clientKey = resolveClientAddress(c.req.header("cf-connecting-ip") ?? null, c.req.header("x-forwarded-for") ?? null, config.trustedProxies);
+    const nowMs = Date.now();
+    const gate = runtime.authGate.check(clientKey, nowMs);
+    if (!gate.open) return authFailuresResponse(gate.retryAfterMs);
 
-    const presented = await digestBytes(token);
-    let role: AdminRole | null = null;
-    if (constantTimeEqual(presented, await configuredDigest(adminToken))) role = "admin";
-    const auditorToken = c.env.AUDITOR_TOKEN;
-    if (role === null && auditorToken !== undefined && auditorToken !== "" && constantTimeEqual(presented, await configuredDigest(auditorToken))) {
-      role = "auditor";
-    }
-    if (role === null) {
-      admit(table, failures, Date.now());
+    const outcome = await verifyAdminToken(runtime, token);
+    if (outcome.kind === "refused") {
+      runtime.authGate.charge(clientKey, nowMs);
       return unauthorized("The admin token is not valid.");
     }
-
-    let subjectHex = "";
-    for (let i = 0; i < SUBJECT_DIGEST_CHARS / 2; i++) subjectHex += (presented[i] as number).toString(16).padStart(2, "0");
+    const role: AdminRole = outcome.kind;
     const charges: Charge[] = [
-      { subject: `admin:${subjectHex}`, category: "admin", limits: resolveLimits("admin", "admin", { defaults: config.defaults }), cost: 1 },
+      { subject: `admin:${toHex(outcome.digest).slice(0, SUBJECT_DIGEST_CHARS)}`, category: "admin", limits: resolveLimits("admin", "admin", { defaults: config.defaults }), cost: 1 },
     ];
-    const decision = admit(table, charges, Date.now());
+    const decision = admit(runtime.limiter, charges, nowMs);
     if (!decision.allowed) return rateLimitedResponse(decision, charges);
 
     const method = c.req.method;
@@ -138,7 +83,7 @@ export function adminAuth(): MiddlewareHandler<AdminEnv> {
   };
 }
 
-/** The hex digest of a token, for tests and tools that need the limiter subject. */
+/** The limiter subject of a token, for tests and tools. */
 export async function adminSubjectOf(token: string): Promise<string> {
-  return `admin:${(await sha256Hex(token)).slice(0, SUBJECT_DIGEST_CHARS)}`;
+  return `admin:${(await sha256Hex(token.trim())).slice(0, SUBJECT_DIGEST_CHARS)}`;
 }

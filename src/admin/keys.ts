@@ -3,12 +3,10 @@
 // cached record at once; other isolates stop admitting the key within
 // cache_ttl_s.
 import type { Hono } from "hono";
-import { clearKeyById, clearKeyDigest } from "../cache/key-cache";
 import { insertAuditEvent } from "../db/audit";
 import { database } from "../db/client";
 import { getKey, insertKey, listKeys, revokeKey } from "../db/keys";
 import { getTenant } from "../db/tenants";
-import { keyCheckForMint } from "../cache/key-check";
 import { mintApiKey } from "../identity/api-key";
 import type { AdminEnv } from "./admin-env";
 import { keyNotFound, tenantNotFound } from "./not-found";
@@ -29,7 +27,7 @@ export function registerKeyRoutes(app: Hono<AdminEnv>): void {
     const db = database(c.env.DB);
     if ((await stored(() => getTenant(db, slug.value))) === null) return tenantNotFound(slug.value);
 
-    const checkKey = await stored(() => keyCheckForMint(db, nowMs));
+    const checkKey = await stored(() => c.get("runtime").keyCheck.forWrite(db, nowMs));
     const minted = await mintApiKey(checkKey);
     const limits = body.value.limits ?? null;
     const row = {
@@ -55,7 +53,7 @@ export function registerKeyRoutes(app: Hono<AdminEnv>): void {
         }),
       ]),
     );
-    clearKeyDigest(minted.digest);
+    c.get("runtime").keys.clearDigest(minted.digest);
     const listed = presentKey({ ...row, revokedAt: null, lastUsedAt: null, lastUsedFrom: null, useCount: 0 });
     return c.json({ ...listed, key: minted.key }, 201, { "cache-control": "no-store" });
   });
@@ -83,7 +81,7 @@ export function registerKeyRoutes(app: Hono<AdminEnv>): void {
         insertAuditEvent(db, { atMs: nowMs, kind: "key_revoked", actor: "admin", tenant: existing.tenant, subject: id.value, detail: { name: existing.name } }),
       ]),
     );
-    clearKeyById(id.value);
+    c.get("runtime").keys.clearKeyId(id.value);
     return c.json(presentKey({ ...existing, revokedAt: nowMs }));
   });
 }

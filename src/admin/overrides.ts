@@ -3,7 +3,6 @@
 // every other source of limits. A write clears this isolate's snapshot of the
 // table at once; other isolates reload theirs within cache_ttl_s.
 import type { Hono } from "hono";
-import { clearOverrideCache } from "../cache/override-cache";
 import { insertAuditEvent } from "../db/audit";
 import { database } from "../db/client";
 import { deleteOverride, getOverride, type OverrideRow, putOverride } from "../db/overrides";
@@ -71,7 +70,7 @@ export function registerOverrideRoutes(app: Hono<AdminEnv>): void {
         }),
       ]),
     );
-    clearOverrideCache();
+    c.get("runtime").policy.clear();
     return c.json(presentOverride(row), existing === null ? 201 : 200);
   });
 
@@ -88,7 +87,7 @@ export function registerOverrideRoutes(app: Hono<AdminEnv>): void {
         insertAuditEvent(db, { atMs: nowMs, kind: "override_deleted", actor: "admin", tenant: null, subject: callerKey.value, detail: { previous: presentOverride(existing).limits } }),
       ]),
     );
-    clearOverrideCache();
+    c.get("runtime").policy.clear();
     return c.json({ caller_key: callerKey.value, deleted: true });
   });
 }

@@ -3,8 +3,6 @@
 // batch with its audit event, then clears this isolate's cached keys of the
 // tenant; other isolates see the change within cache_ttl_s.
 import type { Hono } from "hono";
-import { clearKeysOfTenant } from "../cache/key-cache";
-import { clearOverrideCache } from "../cache/override-cache";
 import { insertAuditEvent } from "../db/audit";
 import { database } from "../db/client";
 import { deleteKeysOfTenant, countKeysOfTenant } from "../db/keys";
@@ -49,7 +47,7 @@ export function registerTenantRoutes(app: Hono<AdminEnv>): void {
         }),
       ]),
     );
-    clearKeysOfTenant(slug.value);
+    c.get("runtime").keys.clearTenant(slug.value);
     return c.json(presentTenant(row), existing === null ? 201 : 200);
   });
 
@@ -85,7 +83,7 @@ export function registerTenantRoutes(app: Hono<AdminEnv>): void {
         insertAuditEvent(db, { atMs: nowMs, kind: "tenant_limits_set", actor: "admin", tenant: slug.value, subject: null, detail }),
       ]),
     );
-    clearKeysOfTenant(slug.value);
+    c.get("runtime").keys.clearTenant(slug.value);
     const row: TenantRow = { ...existing, limits: fields.limits ?? existing.limits, quota: fields.quota ?? existing.quota, updatedAt: nowMs };
     return c.json(presentTenant(row));
   });
@@ -106,8 +104,8 @@ export function registerTenantRoutes(app: Hono<AdminEnv>): void {
         insertAuditEvent(db, { atMs: nowMs, kind: "tenant_deleted", actor: "admin", tenant: slug.value, subject: null, detail: { keys_deleted: keysDeleted, previous: presentTenant(existing) } }),
       ]),
     );
-    clearKeysOfTenant(slug.value);
-    clearOverrideCache();
+    c.get("runtime").keys.clearTenant(slug.value);
+    c.get("runtime").policy.clear();
     return c.json({ tenant: slug.value, deleted: true, keys_deleted: keysDeleted });
   });
 }

@@ -1,60 +1,61 @@
-// The deployment's key-check HMAC key, per isolate. The secret never changes
-// once made, so a loaded key is kept for the isolate's life; "no secret yet"
+// The deployment's key-check HMAC key, per runtime. The secret never changes
+// once made, so a loaded key is kept for the runtime's life; "no secret yet"
 // (no key was ever minted) is rechecked after cache_ttl_s. D1 failing with
-// nothing loaded throws: the caller answers 503 auth_unavailable.
-import type { Config } from "../config";
+// nothing loaded throws: the caller answers 503 auth_unavailable. One load in
+// flight at a time, kept alive past its request (see read-through-cache.ts).
 import type { Db } from "../db/client";
 import { ensureSetting, getSetting, KEY_CHECK_SECRET } from "../db/settings";
-import { importKeyCheckSecret, newKeyCheckSecret } from "../identity/api-key";
-import { joinWithPatience } from "./patience";
+import { newKeyCheckSecret } from "../identity/api-key";
+import { importHmacKey } from "../utils/crypto";
+import { MAX_FLIGHT_MS } from "./read-through-cache";
 
-let loaded: CryptoKey | null = null;
-let absentUntilMs = 0;
-let loading: Promise<CryptoKey | null> | null = null;
+export class KeyCheckLoader {
+  readonly #absentTtlMs: number;
+  #loaded: CryptoKey | null = null;
+  #absentUntilMs = 0;
+  #loading: { promise: Promise<CryptoKey | null>; startedAtMs: number } | null = null;
 
-/** The check key if it is loaded (or known absent), without waiting; undefined when a load is needed. */
-export function peekKeyCheck(nowMs: number): CryptoKey | null | undefined {
-  if (loaded !== null) return loaded;
-  return nowMs < absentUntilMs ? null : undefined;
-}
-
-/** The check key, or null when no key was ever minted. One load in flight at a time. */
-export async function loadKeyCheck(db: () => Db, config: Config, nowMs: number): Promise<CryptoKey | null> {
-  const known = peekKeyCheck(nowMs);
-  if (known !== undefined) return known;
-  const shared = loading;
-  if (shared !== null) {
-    // Another request's load: join it with patience (see patience.ts).
-    const joined = await joinWithPatience(shared);
-    if (joined.settled) {
-      if (joined.ok) return joined.value;
-      throw joined.error;
-    }
-    if (loading === shared) loading = null;
+  constructor(absentTtlMs: number) {
+    this.#absentTtlMs = absentTtlMs;
   }
-  const flight: { promise: Promise<CryptoKey | null> | null } = { promise: null };
-  flight.promise = (async () => {
-    try {
-      const secret = await getSetting(db(), KEY_CHECK_SECRET);
-      if (secret === null) {
-        absentUntilMs = nowMs + config.cacheTtlMs;
-        return null;
-      }
-      loaded = await importKeyCheckSecret(secret);
-      return loaded;
-    } finally {
-      if (loading === flight.promise) loading = null;
-    }
-  })();
-  loading = flight.promise;
-  return flight.promise;
-}
 
-/** For minting: the check key, creating the deployment's secret on first use. */
-export async function keyCheckForMint(db: Db, nowMs: number): Promise<CryptoKey> {
-  if (loaded !== null) return loaded;
-  const secret = await ensureSetting(db, KEY_CHECK_SECRET, newKeyCheckSecret(), nowMs);
-  loaded = await importKeyCheckSecret(secret);
-  absentUntilMs = 0;
-  return loaded;
+  /** The check key if it is loaded (or known absent), without waiting; undefined when a load is needed. */
+  peek(nowMs: number): CryptoKey | null | undefined {
+    if (this.#loaded !== null) return this.#loaded;
+    return nowMs < this.#absentUntilMs ? null : undefined;
+  }
+
+  /** The check key, or null when no key was ever minted. */
+  load(db: () => Db, nowMs: number, keepAlive?: (work: Promise<unknown>) => void): Promise<CryptoKey | null> {
+    const known = this.peek(nowMs);
+    if (known !== undefined) return Promise.resolve(known);
+    const running = this.#loading;
+    if (running !== null && nowMs - running.startedAtMs < MAX_FLIGHT_MS) return running.promise;
+    const flight = { promise: this.#read(db, nowMs), startedAtMs: nowMs };
+    this.#loading = flight;
+    const done = flight.promise.finally(() => {
+      if (this.#loading === flight) this.#loading = null;
+    });
+    keepAlive?.(done);
+    return done;
+  }
+
+  async #read(db: () => Db, nowMs: number): Promise<CryptoKey | null> {
+    const secret = await getSetting(db(), KEY_CHECK_SECRET);
+    if (secret === null) {
+      this.#absentUntilMs = nowMs + this.#absentTtlMs;
+      return null;
+    }
+    this.#loaded = await importHmacKey(secret);
+    return this.#loaded;
+  }
+
+  /** For minting and audit digests: the check key, creating the deployment's secret on first use. */
+  async forWrite(db: Db, nowMs: number): Promise<CryptoKey> {
+    if (this.#loaded !== null) return this.#loaded;
+    const secret = await ensureSetting(db, KEY_CHECK_SECRET, newKeyCheckSecret(), nowMs);
+    this.#loaded = await importHmacKey(secret);
+    this.#absentUntilMs = 0;
+    return this.#loaded;
+  }
 }

@@ -4,8 +4,17 @@
 // known ones out), and the last-known value served for up to staleIfErrorMs
 // past its expiry when the loader throws. Time comes in as `nowMs` so tests
 // drive it.
-
-import { joinWithPatience } from "./patience";
+//
+// Single flight holds when the store is slow (issue 10 item 9): there is at
+// most one load per key in flight; a finished load is always stored (unless a
+// clear() came meanwhile); a request that finds a load running and holds a
+// stale value serves that value at once rather than waiting or loading again.
+// A load belongs to the request that started it, and workerd cancels a
+// request's I/O when its client goes away, after which the load would never
+// settle and its joiners would hang: so the starter hands the load to
+// `keepAlive` (the request's waitUntil), which keeps it running to the end.
+// A load older than MAX_FLIGHT_MS is presumed dead anyway (its context was
+// torn down) and replaced.
 
 export interface ReadThroughCacheOptions<V> {
   /** Most positive entries held; the least recently used is evicted first. */
@@ -32,7 +41,11 @@ interface Entry<V> {
 
 interface Flight<V> {
   promise: Promise<V>;
+  startedAtMs: number;
 }
+
+/** Past this a load in flight is presumed dead (the runtime gives background work 30 s after a response). */
+export const MAX_FLIGHT_MS = 30_000;
 
 export class ReadThroughCache<K, V> {
   readonly #options: Required<ReadThroughCacheOptions<V>>;
@@ -59,38 +72,33 @@ export class ReadThroughCache<K, V> {
   }
 
   /**
-   * The value for `key`: fresh from the cache, else from `load` (shared with
-   * any load already in flight for the key). When `load` throws, the
-   * last-known value is returned if it expired less than staleIfErrorMs ago;
-   * otherwise the error is rethrown and nothing is cached.
+   * The value for `key`: fresh from the cache, else from the one load in
+   * flight for it, else from `load`. A caller that finds a load running and
+   * holds a value not older than staleIfErrorMs past its expiry gets that
+   * value at once. When `load` throws, the last-known value is returned if it
+   * expired less than staleIfErrorMs ago; otherwise the error is rethrown and
+   * nothing is cached. `keepAlive` receives a load this call starts, so it
+   * finishes even if the caller's request is cancelled.
    */
-  async get(key: K, nowMs: number, load: () => Promise<V>): Promise<V> {
-    let entry = this.#positive.get(key) ?? this.#negative.get(key);
+  async get(key: K, nowMs: number, load: () => Promise<V>, keepAlive?: (work: Promise<unknown>) => void): Promise<V> {
+    const entry = this.#positive.get(key) ?? this.#negative.get(key);
     if (entry !== undefined && nowMs < entry.freshUntilMs) {
       this.#touch(key, entry);
       return entry.value;
     }
     const running = this.#flights.get(key);
-    if (running !== undefined) {
-      const joined = await joinWithPatience(running.promise);
-      if (joined.settled) {
-        if (joined.ok) return joined.value;
-        throw joined.error;
-      }
-      // The load belongs to another request that may be gone (see patience.ts):
-      // drop it and load for ourselves.
-      if (this.#flights.get(key) === running) this.#flights.delete(key);
-      entry = this.#positive.get(key) ?? this.#negative.get(key);
+    if (running !== undefined && nowMs - running.startedAtMs < MAX_FLIGHT_MS) {
+      if (entry !== undefined && nowMs < entry.staleUntilMs) return entry.value;
+      return running.promise;
     }
-
-    const flight: Flight<V> = { promise: Promise.resolve(undefined as V) };
+    const flight: Flight<V> = { promise: Promise.resolve(undefined as V), startedAtMs: nowMs };
     flight.promise = this.#load(key, nowMs, load, entry, flight);
     this.#flights.set(key, flight);
-    try {
-      return await flight.promise;
-    } finally {
+    const done = flight.promise.finally(() => {
       if (this.#flights.get(key) === flight) this.#flights.delete(key);
-    }
+    });
+    keepAlive?.(done);
+    return done;
   }
 
   async #load(key: K, nowMs: number, load: () => Promise<V>, previous: Entry<V> | undefined, flight: Flight<V>): Promise<V> {

@@ -4,11 +4,12 @@
 // newer version) is logged and treated as absent, so the next level of the
 // resolution order applies instead of the request failing.
 import { compileLimits, type LimitSpec } from "../engine/limit";
+import { log } from "../log/logger";
 import type { KeyLimits, TenantLimits } from "../engine/resolve-limits";
 import type { QuotaLimits } from "../durable/quota-types";
 
 function logBadStored(what: string): void {
-  console.warn(JSON.stringify({ level: "warn", at_unix_ms: Date.now(), event: "stored_value_invalid", what }));
+  log.warn("stored_value_invalid", { what });
 }
 
 function parseObject(text: string | null): Record<string, unknown> | null {

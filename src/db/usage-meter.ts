@@ -16,6 +16,7 @@ import { sql } from "drizzle-orm";
 import type { Db } from "./client";
 import { usageMonthly } from "./schema";
 import { periodOf } from "./usage-monthly";
+import { errorName, log } from "../log/logger";
 
 export type MeterMetric = "requests" | "bytes_in" | "bytes_stored";
 
@@ -184,7 +185,7 @@ export class UsageMeter {
     } catch (error) {
       this.#failedFlushes += 1;
       this.#mergeBack(entries);
-      console.warn(JSON.stringify({ level: "warn", at_unix_ms: Date.now(), event: "usage_meter_flush_failed", error: error instanceof Error ? error.name : "unknown" }));
+      log.warn("usage_meter_flush_failed", { error: errorName(error) });
     }
   }
 

@@ -57,6 +57,9 @@ export const MAX_COST = 10_000;
 /** The largest number of units a state plus a spend may reach (see the header comment). */
 export const MAX_EXACT_UNITS = 2 ** 52;
 
+/** The fields a limit may have: a typo such as `scpoe` is refused, not ignored. */
+const LIMIT_FIELDS: ReadonlySet<string> = new Set(["count", "window_s", "burst"]);
+
 function isWholeIn(value: unknown, min: number, max: number): value is number {
   return typeof value === "number" && Number.isInteger(value) && value >= min && value <= max;
 }
@@ -73,6 +76,7 @@ function gcd(a: number, b: number): number {
 /** Null when `spec` is a valid limit, else a short reason naming the field. */
 export function limitError(spec: unknown): string | null {
   if (typeof spec !== "object" || spec === null || Array.isArray(spec)) return "a limit must be an object {count, window_s, burst?}";
+  for (const field of Object.keys(spec)) if (!LIMIT_FIELDS.has(field)) return `${field.slice(0, 40)} is not a known limit field (count, window_s, burst)`;
   const { count, window_s: windowS, burst } = spec as Record<string, unknown>;
   if (!isWholeIn(count, 1, MAX_COUNT)) return `count must be a whole number > 0 and <= ${MAX_COUNT}`;
   if (typeof windowS !== "number" || !Number.isFinite(windowS) || windowS <= 0) return "window_s must be a finite number of seconds > 0";

@@ -6,8 +6,16 @@
 // `/v1/models/m:generate`), `:name` (exactly one non-empty segment, captured
 // raw, still percent-encoded, so an object name has one spelling), and a final
 // `*` (any rest, including none: `/files/*` matches `/files`, `/files/` and
-// `/files/a/b`; the rest is captured as params["*"]). Literal segments compare
-// case-sensitively, methods case-insensitively; no method means any method.
+// `/files/a/b`; the rest is captured as params["*"]). Methods compare
+// case-insensitively; no method means any method.
+//
+// Spelling cannot dodge a route (DESIGN §3 step 0): the path given to match()
+// has its runs of `/` collapsed already (src/proxy/request-path.ts), a
+// trailing slash is ignored (`/objects/x/` matches `/objects/:object`), and
+// literal segments compare ignoring ASCII case unless the route says
+// `case_sensitive: true` (Express and many servers ignore case, so
+// `/OBJECTS/x` would otherwise reach the same handler unmetered). Parameters
+// are captured as sent.
 import { MAX_COST } from "./limit";
 
 export interface RouteSpec {
@@ -15,7 +23,12 @@ export interface RouteSpec {
   path: string;
   charges?: Record<string, number>;
   quota?: "store" | "release";
+  /** Compare literal segments exactly (default: ignoring ASCII case). */
+  case_sensitive?: boolean;
 }
+
+/** The fields a route may have: anything else is refused, so a typo is not silently ignored. */
+const ROUTE_FIELDS: ReadonlySet<string> = new Set(["method", "path", "charges", "quota", "case_sensitive"]);
 
 export interface RouteMatch {
   /** The matching entry's index in the routes list. */
@@ -39,7 +52,9 @@ const MAX_PATH_CHARS = 1024;
 /** Null when `spec` is a valid route, else a short reason naming the field. */
 export function routeSpecError(spec: unknown): string | null {
   if (typeof spec !== "object" || spec === null || Array.isArray(spec)) return "a route must be an object {method?, path, charges?, quota?}";
-  const { method, path, charges, quota } = spec as Record<string, unknown>;
+  for (const field of Object.keys(spec)) if (!ROUTE_FIELDS.has(field)) return `${field.slice(0, 40)} is not a known route field`;
+  const { method, path, charges, quota, case_sensitive: caseSensitive } = spec as Record<string, unknown>;
+  if (caseSensitive !== undefined && typeof caseSensitive !== "boolean") return "case_sensitive must be true or false";
   if (method !== undefined && (typeof method !== "string" || !METHOD.test(method))) return "method must be an HTTP method name such as GET";
   if (typeof path !== "string" || !path.startsWith("/")) return "path must be a string beginning with /";
   if (path.length > MAX_PATH_CHARS) return `path must be at most ${MAX_PATH_CHARS} characters`;
@@ -59,7 +74,7 @@ export function routeSpecError(spec: unknown): string | null {
   if (charges !== undefined) {
     if (typeof charges !== "object" || charges === null || Array.isArray(charges)) return "charges must be an object {category: cost}";
     for (const [category, cost] of Object.entries(charges)) {
-      if (!CATEGORY_NAME.test(category)) return `charges: category ${JSON.stringify(category).slice(0, 40)} must match ^[a-z][a-z0-9_]{0,31}$`;
+      if (!CATEGORY_NAME.test(category)) return "charges: category names must match ^[a-z][a-z0-9_]{0,31}$";
       if (typeof cost !== "number" || !Number.isInteger(cost) || cost < 0 || cost > MAX_COST) return `charges.${category} must be a whole number >= 0 and <= ${MAX_COST}`;
     }
   }
@@ -72,8 +87,9 @@ interface CompiledRoute {
   readonly index: number;
   /** Upper case, or null for any method. */
   readonly method: string | null;
-  /** Literal text, or null for a parameter segment. */
+  /** Literal text (lower case unless caseSensitive), or null for a parameter segment. */
   readonly literals: readonly (string | null)[];
+  readonly caseSensitive: boolean;
   readonly paramNames: readonly (string | null)[];
   readonly rest: boolean;
   readonly charges: readonly (readonly [string, number])[];
@@ -86,15 +102,29 @@ function compileRoute(spec: RouteSpec, index: number): CompiledRoute {
   const segments = spec.path.slice(1).split("/");
   const rest = segments[segments.length - 1] === "*";
   if (rest) segments.pop();
+  // A trailing slash in the pattern means nothing, as in the request.
+  if (!rest && segments.length > 1 && segments[segments.length - 1] === "") segments.pop();
+  const caseSensitive = spec.case_sensitive === true;
   return {
     index,
     method: spec.method === undefined ? null : spec.method.toUpperCase(),
-    literals: segments.map((s) => (s.startsWith(":") ? null : s)),
+    caseSensitive,
+    literals: segments.map((s) => (s.startsWith(":") ? null : caseSensitive ? s : s.toLowerCase())),
     paramNames: segments.map((s) => (s.startsWith(":") ? s.slice(1) : null)),
     rest,
     charges: Object.freeze(Object.entries(spec.charges ?? {}).map(([category, cost]) => Object.freeze([category, cost] as const))),
     quota: spec.quota ?? null,
   };
+}
+
+/** Whether `path` at `pos` holds `lower` (already lower case), ignoring ASCII case. */
+function equalsFoldedAt(path: string, pos: number, lower: string): boolean {
+  for (let i = 0; i < lower.length; i++) {
+    let c = path.charCodeAt(pos + i);
+    if (c >= 65 && c <= 90) c |= 0x20;
+    if (c !== lower.charCodeAt(i)) return false;
+  }
+  return true;
 }
 
 // Walks `path` segment by segment; fills `captured` with parameter values and
@@ -112,7 +142,7 @@ function matchPath(route: CompiledRoute, path: string, captured: string[]): bool
     if (literal === null || literal === undefined) {
       if (end === pos) return false;
       captured.push(path.slice(pos, end));
-    } else if (end - pos !== literal.length || !path.startsWith(literal, pos)) {
+    } else if (end - pos !== literal.length || !(route.caseSensitive ? path.startsWith(literal, pos) : equalsFoldedAt(path, pos, literal))) {
       return false;
     }
     pos = end + 1;
@@ -129,7 +159,9 @@ export function compileRoutes(specs: readonly RouteSpec[]): RouteMatcher {
   const routes = specs.map(compileRoute);
   const captured: string[] = [];
   return {
-    match(method: string, path: string): RouteMatch | null {
+    match(method: string, requestPath: string): RouteMatch | null {
+      // A trailing slash is ignored ("/objects/x/" is "/objects/x"); "/" stays "/".
+      const path = requestPath.length > 1 && requestPath.charCodeAt(requestPath.length - 1) === 47 ? requestPath.slice(0, -1) : requestPath;
       let upper: string | null = null;
       for (const route of routes) {
         if (route.method !== null && route.method !== method) {

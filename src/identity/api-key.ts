@@ -11,6 +11,9 @@
 // secret — is refused without a D1 query, by any address. Without the secret
 // nobody can make a key that passes.
 
+import { bearerToken } from "../utils/bearer";
+import { constantTimeEqualText, hmacBytes, sha256Hex } from "../utils/crypto";
+
 const ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz";
 /** 12 base32 characters = 60 random bits: unique enough for a primary key that is also checked by D1. */
 export const KEY_ID_CHARS = 12;
@@ -32,14 +35,9 @@ export function newKeyCheckSecret(): string {
   return [...crypto.getRandomValues(new Uint8Array(32))].map((b) => b.toString(16).padStart(2, "0")).join("");
 }
 
-/** The HMAC key for a key-check secret (import once per isolate). */
-export function importKeyCheckSecret(secretHex: string): Promise<CryptoKey> {
-  return crypto.subtle.importKey("raw", new TextEncoder().encode(secretHex), { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
-}
-
 /** The check characters for the key's body (everything before the check). */
 async function checkOf(body: string, checkKey: CryptoKey): Promise<string> {
-  const mac = new Uint8Array(await crypto.subtle.sign("HMAC", checkKey, new TextEncoder().encode(body)));
+  const mac = await hmacBytes(checkKey, body);
   // 6 characters × 5 bits from the first 30 bits of the MAC.
   const bits = ((mac[0] as number) << 22) | ((mac[1] as number) << 14) | ((mac[2] as number) << 6) | ((mac[3] as number) >>> 2);
   let out = "";
@@ -51,10 +49,7 @@ async function checkOf(body: string, checkKey: CryptoKey): Promise<string> {
 export async function hasValidCheck(credential: string, checkKey: CryptoKey): Promise<boolean> {
   const body = credential.slice(0, credential.length - KEY_CHECK_CHARS);
   const expected = await checkOf(body, checkKey);
-  const given = credential.slice(credential.length - KEY_CHECK_CHARS);
-  let diff = 0;
-  for (let i = 0; i < KEY_CHECK_CHARS; i++) diff |= expected.charCodeAt(i) ^ given.charCodeAt(i);
-  return diff === 0;
+  return constantTimeEqualText(expected, credential.slice(credential.length - KEY_CHECK_CHARS));
 }
 
 function randomBase32(chars: number): string {
@@ -96,14 +91,6 @@ export function isKeyId(id: string): boolean {
   return ID_PATTERN.test(id);
 }
 
-/** SHA-256 of a string's UTF-8 bytes, lower-case hex (64 characters). */
-export async function sha256Hex(text: string): Promise<string> {
-  const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text)));
-  let hex = "";
-  for (const b of digest) hex += b.toString(16).padStart(2, "0");
-  return hex;
-}
-
 /**
  * The credential a request presents: `Authorization: Bearer <x>` first, then
  * `X-Api-Key`. Null when neither is present (an Authorization header with
@@ -112,11 +99,8 @@ export async function sha256Hex(text: string): Promise<string> {
  * malformed.
  */
 export function readCredential(headers: Headers): string | null {
-  const authorization = headers.get("authorization");
-  if (authorization !== null) {
-    const match = /^\s*bearer(?:\s+(.*))?$/i.exec(authorization);
-    if (match !== null) return (match[1] ?? "").trim();
-  }
+  const bearer = bearerToken(headers.get("authorization"));
+  if (bearer !== null) return bearer;
   const apiKey = headers.get("x-api-key");
   return apiKey === null ? null : apiKey.trim();
 }

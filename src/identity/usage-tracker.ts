@@ -3,11 +3,13 @@
 // address it came from — written to api_keys in the background (waitUntil) at
 // most once per usage.flush_interval_s. It never blocks or fails a request:
 // recording is a Map update; a flush's errors are logged and its entries put
-// back. The accumulator holds at most usage.max_pending keys; past that, uses
-// of new keys are dropped and counted (a key already pending still counts).
+// back within the bound. The accumulator holds at most usage.max_pending keys;
+// past that, uses of new keys are dropped and counted (a key already pending
+// still counts), also when a failed flush's keys are put back.
 // Per-tenant monthly metering (usage_monthly) is src/db/usage-meter.ts's.
 import type { Db } from "../db/client";
 import { addKeyUsage } from "../db/keys";
+import { errorName, log } from "../log/logger";
 
 interface KeyPending {
   count: number;
@@ -29,6 +31,8 @@ export interface UsageTrackerStats {
 
 export class UsageTracker {
   #keys = new Map<string, KeyPending>();
+  /** The bound the last recorded use was given: a failed flush puts keys back within it. */
+  #maxPending = 0;
   #dropped = 0;
   #flushes = 0;
   #failedFlushes = 0;
@@ -42,6 +46,7 @@ export class UsageTracker {
 
   /** One admitted request of key `keyId` from `address` at `atMs`. */
   recordKeyUse(keyId: string, address: string, atMs: number, maxPending: number, intervalMs: number): void {
+    this.#maxPending = maxPending;
     const pending = this.#keys.get(keyId);
     if (pending !== undefined) {
       pending.count += 1;
@@ -94,7 +99,7 @@ export class UsageTracker {
     } catch (error) {
       this.#failedFlushes += 1;
       this.#mergeBack(keys.slice(written));
-      console.warn(JSON.stringify({ level: "warn", at_unix_ms: Date.now(), event: "usage_flush_failed", error: error instanceof Error ? error.name : "unknown" }));
+      log.warn("usage_flush_failed", { error: errorName(error) });
     } finally {
       this.#flushing = false;
     }
@@ -109,7 +114,12 @@ export class UsageTracker {
           now.lastUsedAtMs = p.lastUsedAtMs;
           now.lastUsedFrom = p.lastUsedFrom;
         }
-      } else this.#keys.set(id, p);
+      } else if (this.#keys.size < this.#maxPending) {
+        this.#keys.set(id, p);
+      } else {
+        // Full: the accumulator stays within its bound (issue 10 item 14); the uses are lost and counted.
+        this.#dropped += p.count;
+      }
     }
   }
 }

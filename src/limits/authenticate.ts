@@ -1,168 +1,117 @@
 // DESIGN §3 steps 2–3: the auth-failure gate and the credential. Sets
-// `c.get("caller")` (limits compiled, read through the isolate's caches) or
-// answers 401 / 429 / 503 itself. A refused credential charges one unit to
-// `authfail:<clientKey>`; an address already over `auth_failures` is refused
-// before any lookup, so a flood of random keys costs no D1 query past the
-// limit. In `mode: "shadow"` a refusal is recorded in `c.get("shadow")` and the
-// request continues as anonymous. Messages never carry a key, digest or
-// address.
-//
-// The hot path — a key seen recently whose record and the override snapshot
-// are fresh — hashes nothing, queries nothing and awaits nothing but `next()`.
-import type { Context, MiddlewareHandler } from "hono";
-import { peekKey, lookupKey, rememberDigest, rememberedDigest } from "../cache/key-cache";
-import { loadOverrides, type OverrideSnapshot, peekOverrides } from "../cache/override-cache";
-import type { Config } from "../config";
-import type { Caller, GatewayEnv } from "../context";
-import { database } from "../db/client";
-import { admit, type Charge, wouldAdmit } from "../engine/gcra";
-import { retryAfterSeconds } from "../engine/rate-limit-headers";
-import { type ProblemCode, problem } from "../errors";
-import { limiterTable } from "./limiter-state";
-import { refuse as refuseWith } from "./refuse";
-import { noteRefusal } from "./sustained";
+// x.caller (limits compiled, read through the runtime's caches) or answers
+// 401 / 429 / 503. A refused credential charges one unit to the address's
+// auth-failure limit and nothing else; an address already over the limit is
+// refused before any lookup, so a flood of made-up keys costs no D1 query
+// past it. In `mode: "shadow"` a refusal is recorded and the request goes on
+// as anonymous. Messages never carry a key, digest or address.
 import { authFailureRejections } from "../cache/rejection-counter";
-import { hasValidCheck, parseApiKey, readCredential, sha256Hex } from "../identity/api-key";
-import { loadKeyCheck, peekKeyCheck } from "../cache/key-check";
-import { usageTracker } from "../identity/usage-tracker";
+import type { PolicyCache, PolicySnapshot } from "../cache/policy-cache";
+import type { Caller, Exchange } from "../context";
+import { database } from "../db/client";
+import { problem } from "../errors";
+import { readCredential } from "../identity/api-key";
+import { type CredentialOutcome, type CredentialVerifier, verifyCredential } from "../identity/credential";
+import { log } from "../log/logger";
+import { AUTH_FAILURE_CATEGORY, type AuthFailureGate, authFailuresResponse } from "./auth-gate";
+import type { Check, CheckResult } from "./check";
+import { noteRefusal } from "./sustained";
+import { keepAlive } from "../utils/wait-until";
 
-export const AUTH_FAILURE_CATEGORY = "auth_failures";
-/** Seconds a client should wait after a key could not be verified. */
+/** Seconds a client should wait after its credential could not be verified. */
 const AUTH_UNAVAILABLE_RETRY_AFTER_S = 1;
 
-type Ctx = Context<GatewayEnv>;
-
-function authFailureCharge(config: Config, clientKey: string): Charge {
-  return { subject: `authfail:${clientKey}`, category: AUTH_FAILURE_CATEGORY, limits: config.authFailureLimits, cost: 1 };
+export interface AuthenticateOptions {
+  readonly anonymous: "allow" | "deny";
+  readonly verifier: CredentialVerifier;
+  readonly gate: AuthFailureGate;
+  readonly policy: PolicyCache;
 }
 
-function loadOverridesFor(c: Ctx, config: Config, nowMs: number): Promise<OverrideSnapshot> {
-  return loadOverrides(() => database(c.env.DB), config, nowMs);
+function keepAliveOf(x: Exchange): (work: Promise<unknown>) => void {
+  return (work) => keepAlive(x.ctx, work);
 }
 
-function waitUntilOf(c: Ctx): (work: Promise<unknown>) => void {
-  return (work) => {
-    try {
-      c.executionCtx.waitUntil(work);
-    } catch {
-      // No execution context (a unit test calling the app directly): let it run unobserved.
-      work.catch(() => {});
-    }
-  };
+/** The policy snapshot: synchronous when fresh, else loaded (never throws). */
+function policyOf(x: Exchange, policy: PolicyCache, nowMs: number): PolicySnapshot | Promise<PolicySnapshot> {
+  return policy.peek(nowMs) ?? policy.load(() => database(x.env.DB), nowMs, keepAliveOf(x));
 }
 
-/** The authentication middleware. Runs after clientAddress(), before routing and rate limits. */
-export function authenticate(): MiddlewareHandler<GatewayEnv> {
-  return async function authenticate(c, next) {
-    const config = c.get("config");
-    if (config.mode === "off") return next();
-    const nowMs = Date.now();
+function setAnonymous(x: Exchange, snapshot: PolicySnapshot): void {
+  const callerKey = `ip:${x.clientKey}`;
+  x.caller = { kind: "anonymous", callerKey, override: snapshot.overrideFor(callerKey) };
+}
 
-    // A refusal: answered in enforce mode, recorded in shadow mode (then the
-    // request goes on as anonymous, so the caller below is set either way).
-    const refuse = (code: ProblemCode, detail: string, extras?: Record<string, string | number>, headers?: Record<string, string>): Response | null =>
-      refuseWith(c, code, problem(code, { detail, ...(extras === undefined ? {} : { extras }), ...(headers === undefined ? {} : { headers }) }));
-    const asAnonymous = async (): Promise<void> => {
-      // A fresh snapshot is read without awaiting anything.
-      const overrides = peekOverrides(config, nowMs) ?? (await loadOverridesFor(c, config, nowMs));
-      c.set("caller", { kind: "anonymous", override: overrides.get(`ip:${c.get("clientKey")}`) ?? null });
-    };
-    const proceed = async (): Promise<void> => {
-      await next();
-      const caller = c.get("caller");
-      if (caller.kind === "key" && c.get("decision") === "admitted") {
-        usageTracker.recordKeyUse(caller.keyId, c.get("clientAddress"), Date.now(), config.usageMaxPending, config.usageFlushIntervalMs);
+/**
+ * Who is calling: a managed key (`Authorization: Bearer` or `X-Api-Key`), or
+ * anonymous by address.
+ * @example const auth = authenticate({ anonymous: "allow", verifier: runtime, gate: runtime.authGate, policy: runtime.policy });
+ */
+export function authenticate(options: AuthenticateOptions): Check {
+  const { verifier, gate, policy } = options;
+  const deny = options.anonymous === "deny";
+
+  function asAnonymous(x: Exchange, nowMs: number): CheckResult | Promise<CheckResult> {
+    const snapshot = policyOf(x, policy, nowMs);
+    if (snapshot instanceof Promise) return snapshot.then((s) => (setAnonymous(x, s), null));
+    setAnonymous(x, snapshot);
+    return null;
+  }
+
+  function refused(x: Exchange, nowMs: number, code: Parameters<Exchange["refuse"]>[0], response: Response): CheckResult | Promise<CheckResult> {
+    return x.refuse(code, response) ?? asAnonymous(x, nowMs);
+  }
+
+  function onOutcome(x: Exchange, outcome: CredentialOutcome, nowMs: number): CheckResult | Promise<CheckResult> {
+    switch (outcome.kind) {
+      case "key": {
+        const record = outcome.record;
+        const callerKey = `key:${record.keyId}`;
+        const snapshot = policyOf(x, policy, nowMs);
+        const set = (s: PolicySnapshot): null => {
+          const caller: Caller = {
+            kind: "key",
+            keyId: record.keyId,
+            callerKey,
+            digest: record.digest,
+            tenant: record.tenant,
+            override: s.overrideFor(callerKey),
+            keyLimits: record.keyLimits,
+          };
+          x.caller = caller;
+          return null;
+        };
+        return snapshot instanceof Promise ? snapshot.then(set) : set(snapshot);
       }
-      usageTracker.maybeFlush(() => database(c.env.DB), Date.now(), config.usageFlushIntervalMs, waitUntilOf(c));
-    };
+      case "refused":
+        gate.charge(x.clientKey, nowMs);
+        noteRefusal(x, authFailureRejections, "auth_failures_sustained", `ip:${x.clientKey}`, AUTH_FAILURE_CATEGORY, nowMs);
+        return refused(x, nowMs, outcome.code, problem(outcome.code, { detail: outcome.detail }));
+      case "unavailable":
+        log.error("credential_check_failed", undefined, nowMs);
+        return refused(
+          x,
+          nowMs,
+          "auth_unavailable",
+          problem("auth_unavailable", { detail: "The credential could not be verified right now.", headers: { "retry-after": String(AUTH_UNAVAILABLE_RETRY_AFTER_S) } }),
+        );
+    }
+  }
 
-    const credential = readCredential(c.req.raw.headers);
+  return function authenticateStep(x) {
+    const nowMs = x.startedAtMs;
+    const credential = readCredential(x.request.headers);
     if (credential === null) {
-      if (config.anonymous === "deny") {
-        const refused = refuse("credential_required", "This gateway requires an API key.");
-        if (refused !== null) return refused;
-      }
-      await asAnonymous();
-      return proceed();
+      if (deny) return refused(x, nowMs, "credential_required", problem("credential_required", { detail: "This gateway requires an API key." }));
+      return asAnonymous(x, nowMs);
     }
-
-    // Step 2: the gate. Checked without charging; only a refused credential charges.
-    const table = limiterTable(config.limiterMaxMemoryMib);
-    const charges = [authFailureCharge(config, c.get("clientKey"))];
-    const gate = wouldAdmit(table, charges, nowMs);
-    if (!gate.allowed) {
-      noteRefusal(c, authFailureRejections, "auth_failures_sustained", `ip:${c.get("clientKey")}`, AUTH_FAILURE_CATEGORY, null);
-      const refused = refuse(
-        "auth_failures",
-        "Too many failed authentications from this address.",
-        { category: AUTH_FAILURE_CATEGORY, retry_after_ms: gate.retryAfterMs },
-        { "retry-after": String(retryAfterSeconds(gate.retryAfterMs)) },
-      );
-      if (refused !== null) return refused;
-      await asAnonymous();
-      return proceed();
+    const gateNow = gate.check(x.clientKey, nowMs);
+    if (!gateNow.open) {
+      noteRefusal(x, authFailureRejections, "auth_failures_sustained", `ip:${x.clientKey}`, AUTH_FAILURE_CATEGORY, nowMs);
+      return refused(x, nowMs, "auth_failures", authFailuresResponse(gateNow.retryAfterMs));
     }
-    const fail = async (code: ProblemCode, detail: string): Promise<Response | void> => {
-      admit(table, charges, nowMs);
-      noteRefusal(c, authFailureRejections, "auth_failures_sustained", `ip:${c.get("clientKey")}`, AUTH_FAILURE_CATEGORY, null);
-      const refused = refuse(code, detail);
-      if (refused !== null) return refused;
-      await asAnonymous();
-      return proceed();
-    };
-
-    // Step 3: the credential.
-    const parsed = parseApiKey(credential);
-    if (parsed === null) return fail("invalid_credential", "The credential is not an API key issued by this gateway.");
-    const remembered = rememberedDigest(credential);
-    const unavailable = async (): Promise<Response | void> => {
-      console.error(JSON.stringify({ level: "error", at_unix_ms: nowMs, event: "key_lookup_failed" }));
-      const refused = refuse("auth_unavailable", "The API key could not be verified right now.", undefined, { "retry-after": String(AUTH_UNAVAILABLE_RETRY_AFTER_S) });
-      if (refused !== null) return refused;
-      await asAnonymous();
-      return proceed();
-    };
-    if (remembered === undefined) {
-      // A key not seen recently must carry a valid check before it costs a
-      // lookup: made-up keys stop here, with no D1 query.
-      let checkKey = peekKeyCheck(nowMs);
-      if (checkKey === undefined) {
-        try {
-          checkKey = await loadKeyCheck(() => database(c.env.DB), config, nowMs);
-        } catch {
-          return unavailable();
-        }
-      }
-      if (checkKey === null || !(await hasValidCheck(credential, checkKey))) {
-        return fail("invalid_credential", "The API key is not valid.");
-      }
-    }
-    const digest = remembered ?? (await sha256Hex(credential));
-    let record = peekKey(digest, config, nowMs);
-    if (record === undefined) {
-      try {
-        record = await lookupKey(() => database(c.env.DB), digest, config, nowMs);
-      } catch {
-        return unavailable();
-      }
-    }
-    if (record === null) return fail("invalid_credential", "The API key is not valid.");
-    if (remembered === undefined) rememberDigest(credential, digest, config);
-    if (record.revokedAtMs !== null && record.revokedAtMs <= nowMs) return fail("credential_revoked", "The API key was revoked.");
-    if (record.expiresAtMs !== null && record.expiresAtMs <= nowMs) return fail("credential_expired", "The API key has expired.");
-
-    const overrides = peekOverrides(config, nowMs) ?? (await loadOverridesFor(c, config, nowMs));
-    const caller: Caller = {
-      kind: "key",
-      keyId: record.keyId,
-      digest: record.digest,
-      tenant: record.tenant,
-      override: overrides.get(`key:${record.keyId}`) ?? null,
-      keyLimits: record.keyLimits,
-      tenantLimits: record.tenantLimits,
-      quota: record.quota,
-    };
-    c.set("caller", caller);
-    return proceed();
+    const outcome = verifyCredential(credential, verifier, { db: () => database(x.env.DB), keepAlive: keepAliveOf(x) }, nowMs);
+    if (outcome instanceof Promise) return outcome.then((o) => onOutcome(x, o, nowMs));
+    return onOutcome(x, outcome, nowMs);
   };
 }

@@ -1,32 +1,49 @@
 // DESIGN §3 step 8 and §5 at the edge. For a `store` route: Content-Length is
 // required (411), the tenant's Durable Object reserves room before the body is
 // read (403 quota_exceeded when it would pass a hard quota, nothing
-// forwarded), the request is forwarded, and the reservation is committed after
-// an origin 2xx or released otherwise. For a `release` route: after an origin
-// 2xx the owner record is removed. One Durable Object call before and one
-// after an upload; none for any other request. The object unreachable → 503
-// quota_unavailable (fail closed) on store routes only.
+// forwarded); the reservation is committed after an origin 2xx or released
+// otherwise by the settlement (src/limits/settle.ts), which runs under
+// waitUntil, so a client that hangs up cannot leave it unsettled. For a
+// `release` route: after an origin 2xx the owner record is removed. One
+// Durable Object call before and one after an upload; none for any other
+// request. The object unreachable → 503 quota_unavailable (fail closed) on
+// store routes only.
 //
 // Anonymous callers have no tenant and so no quota: their store routes still
 // need Content-Length, and are otherwise forwarded as they are.
-import type { Context, MiddlewareHandler } from "hono";
-import type { Caller, GatewayEnv } from "../context";
+import type { Exchange, TenantInfo } from "../context";
 import type { AuditDue, QuotaLimits, QuotaWarning, ReserveResult, SettleResult } from "../durable/quota-types";
-import { usageMeter } from "../db/usage-meter";
+import { insertAuditEvent } from "../db/audit";
+import { database } from "../db/client";
 import { problem } from "../errors";
-import { auditInBackground } from "./background";
-import { refuse } from "./refuse";
-import { declaredLength } from "../proxy/content-length";
+import { errorName, log } from "../log/logger";
+import { keepAlive } from "../utils/wait-until";
+import type { Check } from "./check";
 
 /** Seconds a client is told to wait when the quota object cannot answer. */
 export const QUOTA_UNAVAILABLE_RETRY_AFTER_S = 1;
 const NO_QUOTA: QuotaLimits = {};
 
-type Ctx = Context<GatewayEnv>;
-type KeyCaller = Extract<Caller, { kind: "key" }>;
+/** An upload's reservation, settled once the origin answered. */
+export interface UploadReservation {
+  readonly tenant: string;
+  readonly reservationId: string;
+  readonly quota: QuotaLimits;
+}
 
-function quotaStub(c: Ctx, tenant: string) {
-  return c.env.TENANT_QUOTA.get(c.env.TENANT_QUOTA.idFromName(tenant));
+/** A delete on a `release` route: the owner record goes once the origin answered 2xx. */
+export interface Removal {
+  readonly tenant: string;
+  readonly object: string;
+}
+
+export interface QuotaOptions {
+  readonly reservationTtlS: number;
+  readonly auditWindowS: number;
+}
+
+function quotaStub(x: Exchange, tenant: string) {
+  return x.env.TENANT_QUOTA.get(x.env.TENANT_QUOTA.idFromName(tenant));
 }
 
 interface MaybeRetryable {
@@ -49,8 +66,8 @@ async function callQuota<T>(call: () => Promise<T>): Promise<T> {
 }
 
 /** The object name: the route's `:object` parameter, else the request path. */
-function objectName(c: Ctx): string {
-  return c.get("route")?.params.object ?? c.req.path;
+function objectName(x: Exchange): string {
+  return x.route?.params.object ?? x.path;
 }
 
 export function warningHeader(warnings: readonly QuotaWarning[]): string | null {
@@ -58,25 +75,27 @@ export function warningHeader(warnings: readonly QuotaWarning[]): string | null 
   return warnings.map((w) => `${w.kind} ${w.usage}/${w.limit}`).join(", ");
 }
 
-function recordQuotaAudit(c: Ctx, audit: AuditDue | null): void {
+/** Writes a quota audit event the object handed out, in the background. */
+export function recordQuotaAudit(x: Exchange, audit: AuditDue | null): void {
   if (audit === null) return;
-  auditInBackground(c, {
-    atMs: Date.now(),
-    kind: audit.kind,
-    actor: "quota",
-    tenant: audit.tenant,
-    subject: null,
-    detail: { quota_kind: audit.quotaKind, usage: audit.usage, limit: audit.limit, ...(audit.requested === undefined ? {} : { requested: audit.requested }) },
-  });
+  const env = x.env;
+  keepAlive(
+    x.ctx,
+    insertAuditEvent(database(env.DB), {
+      atMs: Date.now(),
+      kind: audit.kind,
+      actor: "quota",
+      tenant: audit.tenant,
+      subject: null,
+      detail: { quota_kind: audit.quotaKind, usage: audit.usage, limit: audit.limit, ...(audit.requested === undefined ? {} : { requested: audit.requested }) },
+    })
+      .run()
+      .catch((err: unknown) => log.error("audit_write_failed", { error: errorName(err) })),
+  );
 }
 
-function logQuotaFailure(event: string, err: unknown): void {
-  console.error(JSON.stringify({ level: "error", at_unix_ms: Date.now(), event, error: err instanceof Error ? err.name : "unknown" }));
-}
-
-function unavailable(c: Ctx): Response | null {
-  return refuse(
-    c,
+function unavailable(x: Exchange): Response | null {
+  return x.refuse(
     "quota_unavailable",
     problem("quota_unavailable", {
       detail: "The tenant's storage quota could not be checked; nothing was stored.",
@@ -85,10 +104,9 @@ function unavailable(c: Ctx): Response | null {
   );
 }
 
-async function store(c: Ctx, next: () => Promise<void>, caller: KeyCaller, bytes: number): Promise<Response | void> {
-  const config = c.get("config");
-  const quota = caller.quota ?? NO_QUOTA;
-  const stub = quotaStub(c, caller.tenant);
+async function reserve(x: Exchange, options: QuotaOptions, tenant: TenantInfo, bytes: number): Promise<Response | null> {
+  const quota = tenant.quota ?? NO_QUOTA;
+  const stub = quotaStub(x, tenant.slug);
   const reservationId = crypto.randomUUID();
   let reserved: ReserveResult;
   try {
@@ -96,89 +114,94 @@ async function store(c: Ctx, next: () => Promise<void>, caller: KeyCaller, bytes
     // value is the plain ReserveResult.
     reserved = await callQuota(async (): Promise<ReserveResult> =>
       stub.reserve({
-        tenant: caller.tenant,
-        object: objectName(c),
+        tenant: tenant.slug,
+        object: objectName(x),
         bytes,
         quota,
         reservationId,
         nowMs: Date.now(),
-        ttlS: config.reservationTtlS,
-        auditWindowS: config.auditWindowMs / 1000,
+        ttlS: options.reservationTtlS,
+        auditWindowS: options.auditWindowS,
       }),
     );
   } catch (err) {
-    logQuotaFailure("quota_reserve_failed", err);
-    const refused = unavailable(c);
-    if (refused !== null) return refused;
-    return next();
+    log.error("quota_reserve_failed", { error: errorName(err) });
+    return unavailable(x);
   }
   if (reserved.status === "exceeded") {
-    recordQuotaAudit(c, reserved.audit);
-    const refused = refuse(
-      c,
+    recordQuotaAudit(x, reserved.audit);
+    return x.refuse(
       "quota_exceeded",
       problem("quota_exceeded", {
         detail: `This upload of ${reserved.requested} ${reserved.kind === "bytes" ? "bytes" : "object"} would pass the tenant's hard ${reserved.kind} quota of ${reserved.quota} (in use: ${reserved.usage}).`,
         extras: { kind: reserved.kind, quota: reserved.quota, usage: reserved.usage, requested: reserved.requested },
       }),
     );
-    if (refused !== null) return refused;
-    return next();
   }
-  if (reserved.status === "dedup") return next();
+  if (reserved.status === "reserved") x.upload = { tenant: tenant.slug, reservationId, quota };
+  return null;
+}
 
-  let settled: SettleResult | null = null;
-  try {
-    await next();
-  } finally {
-    const ok = c.res.status >= 200 && c.res.status < 300 && c.error === undefined;
+/**
+ * Reserves quota for uploads on `store` routes and marks deletes on `release` routes.
+ * @example const quota = quotaCheck({ reservationTtlS: 900, auditWindowS: 60 });
+ */
+export function quotaCheck(options: QuotaOptions): Check {
+  return function quotaStep(x) {
+    const action = x.route?.quota ?? null;
+    if (action === null) return null;
+    const tenant = x.tenant;
+    if (action === "store") {
+      const bytes = x.declaredBytes;
+      if (bytes === null) {
+        return x.refuse("length_required", problem("length_required", { detail: "Uploads on this route must declare their size in Content-Length." }));
+      }
+      if (tenant === null) return null;
+      return reserve(x, options, tenant, bytes);
+    }
+    if (tenant !== null) x.removal = { tenant: tenant.slug, object: objectName(x) };
+    return null;
+  };
+}
+
+/** The quota outcome of a forwarded request, for its answer and its metering. */
+export interface QuotaSettled {
+  readonly tenant: string;
+  readonly deltaBytes: number;
+  readonly warnings: readonly QuotaWarning[];
+}
+
+/**
+ * Commits (origin 2xx) or releases the upload's reservation, or removes the
+ * deleted object's owner record after a 2xx. Never throws: a failure is
+ * logged, and an unsettled reservation expires after reservation_ttl_s.
+ */
+export async function settleQuota(x: Exchange, options: QuotaOptions, ok: boolean): Promise<QuotaSettled | null> {
+  const upload = x.upload;
+  if (upload !== null) {
+    const stub = quotaStub(x, upload.tenant);
     const nowMs = Date.now();
+    let settled: SettleResult;
     try {
       settled = ok
-        ? await callQuota(() => stub.commit({ reservationId, nowMs, quota, auditWindowS: config.auditWindowMs / 1000 }))
-        : await callQuota(() => stub.release({ reservationId, nowMs }));
+        ? await callQuota(() => stub.commit({ reservationId: upload.reservationId, nowMs, quota: upload.quota, auditWindowS: options.auditWindowS }))
+        : await callQuota(() => stub.release({ reservationId: upload.reservationId, nowMs }));
     } catch (err) {
-      // The origin has answered; the client gets that answer. An unsettled
-      // reservation expires after reservation_ttl_s (docs/quotas.md).
-      logQuotaFailure(ok ? "quota_commit_failed" : "quota_release_failed", err);
+      log.error(ok ? "quota_commit_failed" : "quota_release_failed", { error: errorName(err) });
+      return null;
+    }
+    recordQuotaAudit(x, settled.audit);
+    return { tenant: upload.tenant, deltaBytes: settled.deltaBytes, warnings: settled.warnings };
+  }
+  const removal = x.removal;
+  if (removal !== null && ok) {
+    try {
+      const removed = await callQuota(() => quotaStub(x, removal.tenant).remove({ object: removal.object, ref: crypto.randomUUID(), nowMs: Date.now() }));
+      return { tenant: removal.tenant, deltaBytes: removed.deltaBytes, warnings: [] };
+    } catch (err) {
+      // The origin deleted the object; the bytes stay counted until a reindex.
+      log.error("quota_remove_failed", { error: errorName(err) });
     }
   }
-  if (settled !== null) {
-    recordQuotaAudit(c, settled.audit);
-    if (settled.deltaBytes !== 0) usageMeter.add(caller.tenant, "bytes_stored", settled.deltaBytes, Date.now(), config.usageMaxPending);
-    const warning = warningHeader(settled.warnings);
-    if (warning !== null) c.res.headers.set("tollgate-quota-warning", warning);
-  }
-}
-
-async function release(c: Ctx, next: () => Promise<void>, caller: KeyCaller): Promise<void> {
-  await next();
-  if (c.res.status < 200 || c.res.status >= 300) return;
-  try {
-    const removed = await callQuota(() => quotaStub(c, caller.tenant).remove({ object: objectName(c), ref: crypto.randomUUID(), nowMs: Date.now() }));
-    if (removed.deltaBytes !== 0) usageMeter.add(caller.tenant, "bytes_stored", removed.deltaBytes, Date.now(), c.get("config").usageMaxPending);
-  } catch (err) {
-    // The origin deleted the object; the bytes stay counted until a reindex.
-    logQuotaFailure("quota_remove_failed", err);
-  }
-}
-
-export function quotaCheck(): MiddlewareHandler<GatewayEnv> {
-  return async function quotaCheck(c, next) {
-    const action = c.get("route")?.quota ?? null;
-    if (action === null) return next();
-    const caller = c.get("caller");
-    if (action === "store") {
-      const bytes = declaredLength(c.req.raw.headers);
-      if (bytes === null) {
-        const refused = refuse(c, "length_required", problem("length_required", { detail: "Uploads on this route must declare their size in Content-Length." }));
-        if (refused !== null) return refused;
-        return next();
-      }
-      if (caller.kind !== "key") return next();
-      return store(c, next, caller, bytes);
-    }
-    if (caller.kind !== "key") return next();
-    return release(c, next, caller);
-  };
+  return null;
 }

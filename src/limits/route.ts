@@ -1,11 +1,16 @@
 // DESIGN §3 step 4: the first matching entry of `routes` (compiled once with
-// the config) gives the request's charges and its quota action.
-import type { MiddlewareHandler } from "hono";
-import type { GatewayEnv } from "../context";
+// the config) gives the request's charges and its quota action. Matching is
+// on the collapsed path, ignoring a trailing slash and (unless the route says
+// otherwise) case, so a route cannot be dodged by spelling.
+import type { Exchange } from "../context";
+import type { RouteMatcher } from "../engine/routes";
 
-export function matchRoute(): MiddlewareHandler<GatewayEnv> {
-  return async function matchRoute(c, next) {
-    c.set("route", c.get("config").routes.match(c.req.method, c.req.path));
-    await next();
+/**
+ * @example matchRoute(config.routes)(x); x.route?.quota // "store"
+ */
+export function matchRoute(routes: RouteMatcher): (x: Exchange) => null {
+  return function matchRouteStep(x) {
+    x.route = routes.match(x.method, x.path);
+    return null;
   };
 }

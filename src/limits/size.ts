@@ -1,25 +1,34 @@
 // DESIGN §3 step 7: a declared body over `max_request_bytes` is refused with
-// 413 before anything is forwarded, naming both numbers.
-import type { MiddlewareHandler } from "hono";
-import type { GatewayEnv } from "../context";
+// 413 before anything is forwarded, naming both numbers. A body without a
+// Content-Length is counted as it streams, in the forward
+// (src/proxy/forward.ts, boundedBody): the origin never receives a complete
+// body past the bound.
+import type { Exchange } from "../context";
 import { problem } from "../errors";
-import { declaredLength } from "../proxy/content-length";
-import { refuse } from "./refuse";
+import type { Check } from "./check";
 
-export function sizeLimit(): MiddlewareHandler<GatewayEnv> {
-  return async function sizeLimit(c, next) {
-    const limit = c.get("config").maxRequestBytes;
-    if (limit > 0) {
-      const size = declaredLength(c.req.raw.headers);
-      if (size !== null && size > limit) {
-        const refused = refuse(
-          c,
-          "request_too_large",
-          problem("request_too_large", { detail: `The body is ${size} bytes; this gateway accepts at most ${limit}.`, extras: { limit, size } }),
-        );
-        if (refused !== null) return refused;
-      }
-    }
-    await next();
+export interface SizeOptions {
+  /** 0 = no bound. */
+  readonly maxRequestBytes: number;
+}
+
+/** The 413 answer, for a declared size or for a streamed body counted past the bound. */
+export function tooLargeResponse(limit: number, size: number | null): Response {
+  return problem("request_too_large", {
+    detail: size === null ? `The body passed ${limit} bytes, the most this gateway accepts; nothing complete was forwarded.` : `The body is ${size} bytes; this gateway accepts at most ${limit}.`,
+    extras: { limit, size },
+  });
+}
+
+/**
+ * @example const size = sizeLimit({ maxRequestBytes: 1_000_000 }); // null when unbounded
+ */
+export function sizeLimit(options: SizeOptions): Check | null {
+  const limit = options.maxRequestBytes;
+  if (limit <= 0) return null;
+  return function sizeStep(x: Exchange) {
+    const size = x.declaredBytes;
+    if (size !== null && size > limit) return x.refuse("request_too_large", tooLargeResponse(limit, size));
+    return null;
   };
 }

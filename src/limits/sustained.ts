@@ -2,44 +2,54 @@
 // audit.threshold_rejections refusals in one audit.window_s window, one event
 // for that caller and window — `rate_limit_sustained` for rate limits,
 // `auth_failures_sustained` for refused credentials. Counting is a Map update
-// on the refusal path; the caller is hashed and the event written only when
-// one is due, in the background. The caller appears only as a SHA-256 digest.
-import type { Context } from "hono";
+// on the refusal path; the event is written only when one is due, in the
+// background. The caller appears only as a keyed digest (issue 10 item 13: a
+// plain SHA-256 of `ip:a.b.c.d` is reversed by trying all 2^32 addresses).
 import type { RejectionCounter } from "../cache/rejection-counter";
-import type { GatewayEnv } from "../context";
+import type { Exchange } from "../context";
 import { insertAuditEvent } from "../db/audit";
 import { database } from "../db/client";
-import { sha256Hex } from "../identity/api-key";
-import { inBackground } from "./background";
+import { auditSubject } from "../identity/audit-subject";
+import { errorName, log } from "../log/logger";
+import { keepAlive } from "../utils/wait-until";
 
 export function noteRefusal(
-  c: Context<GatewayEnv>,
+  x: Exchange,
   counter: RejectionCounter,
   kind: "rate_limit_sustained" | "auth_failures_sustained",
   subject: string,
   category: string,
-  tenant: string | null,
+  nowMs: number,
 ): void {
-  const config = c.get("config");
-  const nowMs = Date.now();
+  const config = x.config;
   const event = counter.record(subject, category, nowMs, config.auditThresholdRejections, config.auditWindowMs);
   if (event === null) return;
-  inBackground(c, "audit_write", async () => {
-    // A key subject is already `key:<digest>`; anything else (an address) is hashed.
-    const digest = subject.startsWith("key:") ? subject : `sha256:${await sha256Hex(subject)}`;
-    await insertAuditEvent(database(c.env.DB), {
-      atMs: nowMs,
-      kind,
-      actor: "gateway",
-      tenant,
-      subject: digest,
-      detail: {
-        category: event.category,
-        count: event.count,
-        threshold: config.auditThresholdRejections,
-        window_start: new Date(event.windowStartMs).toISOString(),
-        window_s: config.auditWindowMs / 1000,
-      },
-    }).run();
-  });
+  const tenant = x.tenant?.slug ?? null;
+  const runtime = x.runtime;
+  const env = x.env;
+  keepAlive(
+    x.ctx,
+    (async () => {
+      try {
+        const db = database(env.DB);
+        const key = await runtime.keyCheck.forWrite(db, nowMs);
+        await insertAuditEvent(db, {
+          atMs: nowMs,
+          kind,
+          actor: "gateway",
+          tenant,
+          subject: await auditSubject(key, subject),
+          detail: {
+            category: event.category,
+            count: event.count,
+            threshold: config.auditThresholdRejections,
+            window_start: new Date(event.windowStartMs).toISOString(),
+            window_s: config.auditWindowMs / 1000,
+          },
+        }).run();
+      } catch (err) {
+        log.error("audit_write_failed", { error: errorName(err) });
+      }
+    })(),
+  );
 }

@@ -1,23 +1,24 @@
-// One JSON line per gateway request (DESIGN §10), written with console.log so
-// Workers Logs picks it up. Never headers, bodies, query strings, credentials
-// or addresses: the path is cut at `?`, the caller is named only by tenant and
-// key id.
-import type { Context } from "hono";
-import type { GatewayEnv } from "../context";
+// One JSON line per gateway request (DESIGN §10), through the one logger.
+// Never headers, bodies, query strings, credentials or addresses: the path is
+// cut at `?` (the Exchange's path has no query), the caller is named only by
+// tenant and key id.
+import type { Decision, Exchange } from "../context";
 
 export const REQUEST_LOG_FORMAT_VERSION = 1;
 
 export interface RequestLogLine {
+  level: "info";
+  event: "request";
   format_version: number;
   at_unix_ms: number;
   tenant: string | null;
   key_id: string | null;
   method: string;
-  /** The path only, cut at `?`. */
+  /** The path only, without the query. */
   path: string;
   status: number;
   /** `admitted`, `exempt`, `off`, `shadow:<code>`, or the refusal's code (`rate_limited`, `quota_exceeded`, …). */
-  decision: string;
+  decision: Decision;
   /** From the request's arrival to the response's headers. */
   duration_ms: number;
   /** The declared request body size (Content-Length), 0 without one. */
@@ -26,22 +27,28 @@ export interface RequestLogLine {
   bytes_out: number | null;
 }
 
-export function requestLogLine(c: Context<GatewayEnv>, nowMs: number, bytesIn: number): string {
-  const caller = c.get("caller");
-  const res = c.res;
-  const declaredOut = res.headers.get("content-length");
+/** The decision the log records: a shadow refusal shows as `shadow:<code>` on an admitted request. */
+export function loggedDecision(x: Exchange): Decision {
+  const shadow = x.shadow;
+  return shadow !== null && x.decision === "admitted" ? `shadow:${shadow[0]!}` : x.decision;
+}
+
+export function requestLogLine(x: Exchange, status: number, bytesOut: number | null, nowMs: number): string {
+  const caller = x.caller;
   const line: RequestLogLine = {
+    level: "info",
+    event: "request",
     format_version: REQUEST_LOG_FORMAT_VERSION,
-    at_unix_ms: c.get("startedAtMs"),
-    tenant: caller.kind === "key" ? caller.tenant : null,
+    at_unix_ms: x.startedAtMs,
+    tenant: caller.kind === "key" ? caller.tenant.slug : null,
     key_id: caller.kind === "key" ? caller.keyId : null,
-    method: c.req.method,
-    path: c.req.path,
-    status: res.status,
-    decision: c.get("decision"),
-    duration_ms: nowMs - c.get("startedAtMs"),
-    bytes_in: bytesIn,
-    bytes_out: declaredOut !== null && /^\d+$/.test(declaredOut) ? Number(declaredOut) : null,
+    method: x.method,
+    path: x.path,
+    status,
+    decision: loggedDecision(x),
+    duration_ms: nowMs - x.startedAtMs,
+    bytes_in: x.declaredBytes ?? 0,
+    bytes_out: bytesOut,
   };
   return JSON.stringify(line);
 }

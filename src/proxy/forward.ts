@@ -1,10 +1,10 @@
-// Forwards an admitted request to the origin and streams the answer back.
-// Bodies are never buffered: the request's stream is handed to fetch and the
-// origin's stream is handed to the client.
-import { problem } from "../errors";
-import { declaredLength, fixedLengthBody } from "./content-length";
-import { dropHopByHop } from "./hop-by-hop";
-import { type OriginBase, originUrlFor } from "./origin-url";
+// Forwards an admitted request to the origin and streams the answer back
+// (DESIGN §3 step 9). Bodies are never buffered: the request's stream is
+// handed to fetch and the origin's stream is handed to the client. Headers
+// are copied once each way, leaving out hop-by-hop headers and those the
+// gateway writes itself.
+import { HOP_BY_HOP, listedInConnection } from "./hop-by-hop";
+import { fixedLengthBody } from "./content-length";
 
 export interface ForwardIdentity {
   /** The resolved client address (full, not the /64 limiter key). */
@@ -15,51 +15,132 @@ export interface ForwardIdentity {
   readonly stripCredential: boolean;
 }
 
-/** Headers the client may not set for the origin: the gateway writes them itself. */
-const SPOOFABLE = ["forwarded", "x-forwarded-host", "x-forwarded-for", "x-tollgate-tenant", "x-tollgate-key-id"] as const;
+/**
+ * Headers the client may not pass to the origin: addresses the origin might
+ * trust (the gateway writes X-Forwarded-For and X-Real-IP itself), and the
+ * identity headers the gateway sets.
+ */
+const GATEWAY_OWNED: ReadonlySet<string> = new Set([
+  "forwarded",
+  "x-forwarded-host",
+  "x-forwarded-for",
+  "x-real-ip",
+  "true-client-ip",
+  "x-client-ip",
+  "x-cluster-client-ip",
+  "x-tollgate-tenant",
+  "x-tollgate-key-id",
+  "x-tollgate-caller",
+]);
+const CREDENTIAL_HEADERS: ReadonlySet<string> = new Set(["authorization", "x-api-key"]);
 
+/** The headers to send the origin: one pass over the client's, then the gateway's own. */
 export function originRequestHeaders(incoming: Headers, who: ForwardIdentity): Headers {
-  const headers = new Headers(incoming);
-  dropHopByHop(headers);
-  for (const name of SPOOFABLE) headers.delete(name);
-  if (who.stripCredential) {
-    headers.delete("authorization");
-    headers.delete("x-api-key");
+  const listed = listedInConnection(incoming.get("connection"));
+  const pairs: [string, string][] = [];
+  for (const pair of incoming) {
+    const name = pair[0];
+    if (HOP_BY_HOP.has(name) || GATEWAY_OWNED.has(name) || (listed !== null && listed.has(name))) continue;
+    if (who.stripCredential && CREDENTIAL_HEADERS.has(name)) continue;
+    pairs.push(pair);
   }
-  headers.set("x-forwarded-for", who.clientAddress);
-  if (who.tenant !== null) headers.set("x-tollgate-tenant", who.tenant);
-  if (who.keyId !== null) headers.set("x-tollgate-key-id", who.keyId);
-  return headers;
+  pairs.push(["x-forwarded-for", who.clientAddress], ["x-real-ip", who.clientAddress]);
+  if (who.tenant !== null) pairs.push(["x-tollgate-tenant", who.tenant]);
+  if (who.keyId !== null) pairs.push(["x-tollgate-key-id", who.keyId]);
+  return new Headers(pairs);
+}
+
+/** A request body counted as it streams, for `max_request_bytes` without a Content-Length. */
+export interface BoundedBody {
+  readonly body: ReadableStream<Uint8Array>;
+  /** True once the body passed the bound (and was aborted). */
+  exceeded(): boolean;
 }
 
 /**
- * Forward `request` to `base` (or, with no base, to the zone's own origin via
- * fetch(request)). Returns the origin's response with hop-by-hop headers
- * removed and mutable headers, or 502 origin_unreachable.
+ * The body, cut off the moment it passes `limit` bytes (DESIGN §3 step 7):
+ * `abort` cancels the upstream request mid-body and the stream never ends,
+ * so the origin never receives a complete body. (Erroring the stream is not
+ * enough: workerd ends a chunked upload cleanly when its source errors, and
+ * the origin would see a shorter body that looks whole.)
  */
-export async function forward(request: Request, url: URL, base: OriginBase | null, who: ForwardIdentity): Promise<Response> {
-  const headers = originRequestHeaders(request.headers, who);
-  const target = base === null ? request.url : originUrlFor(base, url.pathname, url.search);
+export function boundedBody(body: ReadableStream<Uint8Array>, limit: number, abort: () => void): BoundedBody {
+  let seen = 0;
+  let over = false;
+  const counted = body.pipeThrough(
+    new TransformStream<Uint8Array, Uint8Array>({
+      transform(chunk, controller) {
+        if (over) return STALLED;
+        seen += chunk.byteLength;
+        if (seen > limit) {
+          over = true;
+          abort();
+          return STALLED;
+        }
+        controller.enqueue(chunk);
+        return undefined;
+      },
+    }),
+  );
+  return { body: counted, exceeded: () => over };
+}
+
+/** A transform that never finishes: the stream neither ends nor errors until the fetch is aborted. */
+const STALLED: Promise<void> = new Promise(() => {});
+
+export interface OriginCall {
+  /** The origin's answer; rejects when the origin cannot be reached or the body was aborted. */
+  readonly response: Promise<Response>;
+  /** True when the body was aborted for passing max_request_bytes. */
+  readonly tooLarge: () => boolean;
+}
+
+const NEVER = (): boolean => false;
+
+/**
+ * Starts the origin request (it runs from here; awaiting it is the caller's
+ * business). `target` is the full origin URL; `declaredBytes` the request's
+ * Content-Length; `maxRequestBytes` 0 for no bound.
+ */
+export function callOrigin(request: Request, target: string, headers: Headers, declaredBytes: number | null, maxRequestBytes: number): OriginCall {
   let body: ReadableStream<Uint8Array> | null = request.method === "GET" || request.method === "HEAD" ? null : request.body;
+  let tooLarge = NEVER;
+  let signal: AbortSignal | undefined;
   if (body !== null) {
-    const bytes = declaredLength(request.headers);
-    if (bytes !== null) body = fixedLengthBody(body, bytes);
+    if (declaredBytes !== null) body = fixedLengthBody(body, declaredBytes);
+    else if (maxRequestBytes > 0) {
+      const controller = new AbortController();
+      const bounded = boundedBody(body, maxRequestBytes, () => controller.abort());
+      body = bounded.body;
+      tooLarge = bounded.exceeded;
+      signal = controller.signal;
+    }
   }
-  let response: Response;
-  try {
-    response = await fetch(target, {
-      method: request.method,
-      headers,
-      body,
-      // The client sees the origin's redirects as they are; the gateway never follows them.
-      redirect: "manual",
-    });
-  } catch {
-    // The reason (DNS, refused, reset, aborted) is not the client's business.
-    return problem("origin_unreachable", { detail: "The origin could not be reached." });
+  // The client sees the origin's redirects as they are; the gateway never follows them.
+  const init: RequestInit = { method: request.method, headers, body, redirect: "manual" };
+  if (signal !== undefined) init.signal = signal;
+  const response = fetch(target, init);
+  return { response, tooLarge };
+}
+
+/**
+ * The answer to send the client: the origin's status and body, its headers
+ * without hop-by-hop ones, plus `extra` (rate-limit headers and the like,
+ * which replace any of the same name). One Headers built.
+ */
+export function answerFrom(origin: Response, extra: readonly (readonly [string, string])[], body: ReadableStream<Uint8Array> | null = origin.body): Response {
+  const listed = listedInConnection(origin.headers.get("connection"));
+  const pairs: [string, string][] = [];
+  let replaced: Set<string> | null = null;
+  if (extra.length > 0) {
+    replaced = new Set();
+    for (const [name] of extra) replaced.add(name.toLowerCase());
   }
-  // One copy of the origin's headers (the new Response's own, mutable), then the drops.
-  const out = new Response(response.body, response);
-  dropHopByHop(out.headers);
-  return out;
+  for (const pair of origin.headers) {
+    const name = pair[0];
+    if (HOP_BY_HOP.has(name) || (listed !== null && listed.has(name)) || (replaced !== null && replaced.has(name))) continue;
+    pairs.push(pair);
+  }
+  for (const pair of extra) pairs.push([pair[0], pair[1]]);
+  return new Response(body, { status: origin.status, statusText: origin.statusText, headers: pairs });
 }

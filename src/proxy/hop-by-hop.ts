@@ -1,7 +1,7 @@
 // Headers that describe one connection, not the message (RFC 9110 §7.6.1),
 // plus the proxy credentials. Dropped in both directions, with every name the
 // Connection header lists.
-const HOP_BY_HOP: ReadonlySet<string> = new Set([
+export const HOP_BY_HOP: ReadonlySet<string> = new Set([
   "connection",
   "keep-alive",
   "te",
@@ -13,14 +13,21 @@ const HOP_BY_HOP: ReadonlySet<string> = new Set([
   "proxy-connection",
 ]);
 
+/** The lower-case names a Connection header lists, or null when there is none (or it lists nothing). */
+export function listedInConnection(connection: string | null): ReadonlySet<string> | null {
+  if (connection === null) return null;
+  let listed: Set<string> | null = null;
+  for (const name of connection.split(",")) {
+    const trimmed = name.trim().toLowerCase();
+    if (trimmed === "" || HOP_BY_HOP.has(trimmed)) continue;
+    (listed ??= new Set()).add(trimmed);
+  }
+  return listed;
+}
+
 /** Remove hop-by-hop headers, including every name listed in `Connection`, in place. */
 export function dropHopByHop(headers: Headers): void {
-  const listed = headers.get("connection");
-  if (listed !== null) {
-    for (const name of listed.split(",")) {
-      const trimmed = name.trim().toLowerCase();
-      if (trimmed !== "") headers.delete(trimmed);
-    }
-  }
+  const listed = listedInConnection(headers.get("connection"));
+  if (listed !== null) for (const name of listed) headers.delete(name);
   for (const name of HOP_BY_HOP) headers.delete(name);
 }

@@ -1,6 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { JOIN_PATIENCE_MS } from "../../src/cache/patience";
-import { ReadThroughCache } from "../../src/cache/read-through-cache";
+import { MAX_FLIGHT_MS, ReadThroughCache } from "../../src/cache/read-through-cache";
 
 const OPTIONS = { maxEntries: 3, maxNegativeEntries: 2, ttlMs: 10_000, staleIfErrorMs: 300_000 };
 
@@ -143,21 +142,57 @@ describe("ReadThroughCache", () => {
 });
 
 describe("joining another request's load", () => {
-  it("waits at most JOIN_PATIENCE_MS for a load that never settles, then loads for itself and keeps that value", async () => {
+  it("never starts a second load while one is in flight, and stores the finished one for everyone (issue 10 item 9)", async () => {
     const cache = new ReadThroughCache<string, string | null>({ maxEntries: 10, maxNegativeEntries: 10, ttlMs: 60_000, staleIfErrorMs: 0 });
-    // A load whose request was cancelled: its promise never settles.
-    void cache.get("k", 0, () => new Promise<string>(() => {}));
-    let ownLoads = 0;
-    const started = Date.now();
-    const value = await cache.get("k", 0, async () => {
-      ownLoads++;
-      return "fresh";
-    });
-    expect(value).toBe("fresh");
-    expect(ownLoads).toBe(1);
-    expect(Date.now() - started).toBeGreaterThanOrEqual(JOIN_PATIENCE_MS - 5);
+    let loads = 0;
+    let finish!: (v: string) => void;
+    const slow = () => {
+      loads++;
+      return new Promise<string>((resolve) => (finish = resolve));
+    };
+    // 200 requests arrive while one slow load runs (a D1 at 800 ms): they all join it.
+    const waiting = Array.from({ length: 200 }, (_, i) => cache.get("k", i, slow));
+    expect(loads).toBe(1);
+    finish("loaded");
+    expect(new Set(await Promise.all(waiting))).toEqual(new Set(["loaded"]));
     // Stored: later requests neither wait nor load.
-    expect(await cache.get("k", 1, async () => "other")).toBe("fresh");
+    expect(await cache.get("k", 300, slow)).toBe("loaded");
+    expect(loads).toBe(1);
+  });
+
+  it("serves a stale value at once to a request that finds a reload running, rather than loading again", async () => {
+    const cache = new ReadThroughCache<string, string | null>({ maxEntries: 10, maxNegativeEntries: 10, ttlMs: 100, staleIfErrorMs: 10_000 });
+    expect(await cache.get("k", 0, async () => "old")).toBe("old");
+    let loads = 0;
+    let finish!: (v: string) => void;
+    const slow = () => {
+      loads++;
+      return new Promise<string>((resolve) => (finish = resolve));
+    };
+    // Expired at 100: the first request reloads, the next ones get the old value at once.
+    const reloading = cache.get("k", 150, slow);
+    expect(await cache.get("k", 160, slow)).toBe("old");
+    expect(await cache.get("k", 170, slow)).toBe("old");
+    expect(loads).toBe(1);
+    finish("new");
+    expect(await reloading).toBe("new");
+    expect(await cache.get("k", 180, slow)).toBe("new");
+  });
+
+  it("hands the load it starts to keepAlive, so a cancelled request cannot strand its joiners", async () => {
+    const cache = new ReadThroughCache<string, string | null>({ maxEntries: 10, maxNegativeEntries: 10, ttlMs: 60_000, staleIfErrorMs: 0 });
+    const kept: Promise<unknown>[] = [];
+    await cache.get("k", 0, async () => "v", (work) => kept.push(work));
+    expect(kept).toHaveLength(1);
+    await cache.get("k", 1, async () => "w", (work) => kept.push(work));
+    expect(kept).toHaveLength(1);
+  });
+
+  it("replaces a load older than MAX_FLIGHT_MS, presumed dead with its request", async () => {
+    const cache = new ReadThroughCache<string, string | null>({ maxEntries: 10, maxNegativeEntries: 10, ttlMs: 60_000, staleIfErrorMs: 0 });
+    void cache.get("k", 0, () => new Promise<string>(() => {}));
+    expect(await cache.get("k", MAX_FLIGHT_MS, async () => "fresh")).toBe("fresh");
+    expect(await cache.get("k", MAX_FLIGHT_MS + 1, async () => "other")).toBe("fresh");
   });
 
   it("shares a load that settles in time: one load for concurrent misses", async () => {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { hasValidCheck, importKeyCheckSecret, mintApiKey, newKeyCheckSecret, parseApiKey, sha256Hex } from "../../src/identity/api-key";
+import { hasValidCheck, mintApiKey, newKeyCheckSecret, parseApiKey } from "../../src/identity/api-key";
+import { importHmacKey as importKeyCheckSecret, sha256Hex } from "../../src/utils/crypto";
 
 const ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz";
 

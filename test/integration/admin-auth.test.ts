@@ -74,7 +74,7 @@ describe("admin authentication", () => {
   it("rate limits each token on its own under the admin category", async () => {
     // The default admin limit (10/s, burst 20), with a token no other test uses.
     const defaults = {};
-    const token = `t-${unique("admin-token")}`;
+    const token = `t-${unique("admin-token")}-long-enough-for-the-32-minimum`;
     let refused: Response | null = null;
     let admitted = 0;
     for (let i = 0; i < 40 && refused === null; i++) {

@@ -4,6 +4,7 @@ import { PROBLEMS, type ProblemCode, problem } from "../../src/errors";
 // DESIGN §7: the status of every code.
 const EXPECTED: Record<ProblemCode, number> = {
   invalid_request: 400,
+  invalid_path: 400,
   credential_required: 401,
   invalid_credential: 401,
   credential_revoked: 401,
@@ -11,11 +12,14 @@ const EXPECTED: Record<ProblemCode, number> = {
   admin_unauthorized: 401,
   quota_exceeded: 403,
   admin_forbidden: 403,
+  blocked: 403,
+  tenant_unknown: 403,
   not_found: 404,
   length_required: 411,
   request_too_large: 413,
   rate_limited: 429,
   too_many_in_flight: 429,
+  too_many_streams: 429,
   auth_failures: 429,
   config_invalid: 500,
   internal_error: 500,
@@ -24,6 +28,7 @@ const EXPECTED: Record<ProblemCode, number> = {
   auth_unavailable: 503,
   admin_disabled: 503,
   admin_unavailable: 503,
+  limits_unavailable: 503,
 };
 
 describe("problem+json", () => {

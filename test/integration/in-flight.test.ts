@@ -1,6 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { inFlight } from "../../src/limits/in-flight";
-import { callGateway, gatewayRequest, originLog, problemOf, unique } from "../helpers";
+import { callGateway, eventually, gatewayRequest, originLog, problemOf, runtimeOf, unique } from "../helpers";
 import { createTenant, mintKey, testConfig } from "./admin-helpers";
 
 const BIG = [{ count: 1_000_000, window_s: 1 }];
@@ -40,8 +39,7 @@ describe("in-flight limits", () => {
     expect(body.code).toBe("too_many_in_flight");
     await drain(responses.filter((r) => r.status === 200));
     expect((await originLog(tag)).length).toBe(512);
-    await new Promise((r) => setTimeout(r, 20));
-    expect(inFlight.total).toBe(0);
+    await eventually(() => runtimeOf(CONFIG).inFlight.total === 0, "every slot is back");
     // The slots are back: the same key is admitted again.
     expect(await statusOf(slow(key, unique("after"), 0))).toBe(200);
   }, 60_000);
@@ -50,7 +48,7 @@ describe("in-flight limits", () => {
     const tight = testConfig({ ...CONFIG, in_flight: { per_credential: 1 } });
     const tenant = unique("abort");
     await createTenant(tight, tenant);
-    const { key } = await mintKey(tight, tenant);
+    const { key, id } = await mintKey(tight, tenant);
     const big = await callGateway(gatewayRequest("/big", { headers: { authorization: `Bearer ${key}`, "x-origin-body-bytes": String(8 * 1024 * 1024) }, ip: "198.51.100.61" }), { TOLLGATE: tight });
     expect(big.status).toBe(200);
     // While the body is unread, the slot is held.
@@ -58,7 +56,7 @@ describe("in-flight limits", () => {
     const reader = big.body!.getReader();
     await reader.read();
     await reader.cancel("client went away");
-    await new Promise((r) => setTimeout(r, 20));
+    await eventually(() => runtimeOf(tight).inFlight.countOf(`key:${id}`) === 0, "the slot is freed");
     expect(await statusOf(slow(key, unique("freed"), 0, tight))).toBe(200);
   });
 
@@ -66,11 +64,11 @@ describe("in-flight limits", () => {
     const tight = testConfig({ ...CONFIG, in_flight: { per_credential: 1 } });
     const tenant = unique("read");
     await createTenant(tight, tenant);
-    const { key } = await mintKey(tight, tenant);
+    const { key, id } = await mintKey(tight, tenant);
     const res = await callGateway(gatewayRequest("/body", { headers: { authorization: `Bearer ${key}`, "x-origin-body-bytes": "300000" }, ip: "198.51.100.62" }), { TOLLGATE: tight });
     expect(await statusOf(slow(key, unique("busy"), 0, tight))).toBe(429);
     expect((await res.arrayBuffer()).byteLength).toBe(300000);
-    await new Promise((r) => setTimeout(r, 20));
+    await eventually(() => runtimeOf(tight).inFlight.countOf(`key:${id}`) === 0, "the slot is freed");
     expect(await statusOf(slow(key, unique("free"), 0, tight))).toBe(200);
   });
 
@@ -98,8 +96,7 @@ describe("in-flight limits", () => {
     // One request each first, so every key is cached and the slots below are taken in call order.
     for (const k of [a, b, c, d]) await (await slow(k, unique("warm"), 0, shares)).arrayBuffer();
     // A slot is released when the delivery pipe settles, just after the body is read.
-    await new Promise((r) => setTimeout(r, 20));
-    expect(inFlight.total).toBe(0);
+    await eventually(() => runtimeOf(shares).inFlight.total === 0, "every slot is back");
     const batch = await Promise.all([
       ...Array.from({ length: 3 }, () => slow(a, tag, 300, shares)),
       ...Array.from({ length: 3 }, () => slow(b, tag, 300, shares)),

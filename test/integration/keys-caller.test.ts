@@ -1,48 +1,32 @@
-// How authenticate() builds `c.var.caller`: limits compiled once per cache
-// load, the right override picked. A minimal app runs the middleware with
-// real D1 and returns what it set.
-import { env } from "cloudflare:workers";
-import { Hono } from "hono";
+// How the authenticate step builds x.caller: limits compiled once per cache
+// load, the right override picked. The step is built alone on the Worker's
+// runtime for the config (so admin writes through the Worker reach its
+// caches), with real D1, and run on one Exchange.
 import { describe, expect, it } from "vitest";
-import { type Config, parseConfig } from "../../src/config";
-import type { Caller, GatewayEnv } from "../../src/context";
+import type { Caller, Decision } from "../../src/context";
 import { authenticate } from "../../src/limits/authenticate";
-import { unique, uniqueIp } from "../helpers";
+import type { Runtime } from "../../src/runtime";
+import { exchangeFor, runtimeOf, unique, uniqueIp } from "../helpers";
 import { adminCall, createTenant, jsonOf, mintKey, testConfig } from "./admin-helpers";
 
 const CONFIG = testConfig();
 
-function compiled(raw: Record<string, unknown>): Config {
-  const result = parseConfig(raw);
-  if (!result.ok) throw new Error(`${result.field}: ${result.message}`);
-  return result.config;
+interface Outcome {
+  status: number;
+  caller: Caller;
+  shadow: string[];
+  decision: Decision;
 }
 
-function callerApp(config: Config, clientKey: string) {
-  const app = new Hono<GatewayEnv>();
-  app.use("*", async (c, next) => {
-    c.set("config", config);
-    c.set("clientAddress", clientKey);
-    c.set("clientKey", clientKey);
-    c.set("shadow", []);
-    c.set("decision", "admitted");
-    c.set("caller", { kind: "anonymous", override: null });
-    await next();
-    c.res.headers.set("x-decision", c.var.decision);
-  });
-  app.use("*", authenticate());
-  app.all("*", (c) => c.json({ caller: c.var.caller, shadow: c.var.shadow, decision: c.var.decision }));
-  return app;
+async function callerFor(runtime: Runtime, clientKey: string, key?: string, headers: Record<string, string> = key === undefined ? {} : { authorization: `Bearer ${key}` }): Promise<Outcome> {
+  const config = runtime.config!;
+  const step = authenticate({ anonymous: config.anonymous, verifier: runtime, gate: runtime.authGate, policy: runtime.policy });
+  const x = exchangeFor(runtime, new Request("http://gateway.test/x", { headers }), { clientKey });
+  const refusal = await step(x);
+  return { status: refusal?.status ?? 200, caller: x.caller, shadow: x.shadow ?? [], decision: x.decision };
 }
 
-async function callerFor(config: Config, clientKey: string, key?: string): Promise<{ status: number; caller: Caller; shadow: string[]; decision: string }> {
-  const headers: Record<string, string> = key === undefined ? {} : { authorization: `Bearer ${key}` };
-  const response = await callerApp(config, clientKey).request("http://gateway.test/x", { headers }, env);
-  const text = await response.text();
-  return { status: response.status, ...(JSON.parse(text) as { caller: Caller; shadow: string[]; decision: string }) };
-}
-
-const enforce = compiled(CONFIG);
+const enforce = (): Runtime => runtimeOf(CONFIG);
 
 describe("the caller authenticate() sets", () => {
   it("carries a key's own limits, its tenant's limits and quota, compiled", async () => {
@@ -52,57 +36,57 @@ describe("the caller authenticate() sets", () => {
       quota: { bytes: { soft: 5, hard: 10 } },
     });
     const minted = await mintKey(CONFIG, tenant, { name: "own", limits: { request: [{ count: 5, window_s: 1 }], upload: [] } });
-    const { status, caller } = await callerFor(enforce, uniqueIp(), minted.key);
+    const { status, caller } = await callerFor(enforce(), uniqueIp(), minted.key);
     expect(status).toBe(200);
-    expect(caller).toMatchObject({ kind: "key", keyId: minted.id, tenant, override: null, quota: { bytes: { soft: 5, hard: 10 } } });
+    expect(caller).toMatchObject({ kind: "key", keyId: minted.id, callerKey: `key:${minted.id}`, tenant: { slug: tenant, quota: { bytes: { soft: 5, hard: 10 } } }, override: null });
     if (caller.kind !== "key") throw new Error("not a key caller");
     expect(caller.digest).toMatch(/^[0-9a-f]{64}$/);
     expect(caller.keyLimits?.request?.[0]).toMatchObject({ count: 5, windowS: 1, burst: 5, windowMs: 1000 });
     expect(caller.keyLimits?.upload).toEqual([]);
-    expect(caller.tenantLimits?.request?.key?.[0]).toMatchObject({ count: 10, windowMs: 1000 });
-    expect(caller.tenantLimits?.request?.tenant?.[0]).toMatchObject({ count: 30, windowMs: 2000, burst: 40 });
+    expect(caller.tenant.limits?.request?.key?.[0]).toMatchObject({ count: 10, windowMs: 1000 });
+    expect(caller.tenant.limits?.request?.tenant?.[0]).toMatchObject({ count: 30, windowMs: 2000, burst: 40 });
   });
 
   it("picks the override for key:<id>, and an admin write reaches this isolate at once", async () => {
     const tenant = unique("ovr");
     await createTenant(CONFIG, tenant);
     const minted = await mintKey(CONFIG, tenant);
-    expect((await callerFor(enforce, uniqueIp(), minted.key)).caller.override).toBeNull();
+    expect((await callerFor(enforce(), uniqueIp(), minted.key)).caller.override).toBeNull();
     await jsonOf(await adminCall("PUT", `/overrides/key:${minted.id}`, CONFIG, { body: { limits: { request: [{ count: 3, window_s: 1 }] } } }), 201);
-    const { caller } = await callerFor(enforce, uniqueIp(), minted.key);
+    const { caller } = await callerFor(enforce(), uniqueIp(), minted.key);
     expect(caller.override?.request?.[0]).toMatchObject({ count: 3, windowMs: 1000 });
     await jsonOf(await adminCall("DELETE", `/overrides/key:${minted.id}`, CONFIG), 200);
-    expect((await callerFor(enforce, uniqueIp(), minted.key)).caller.override).toBeNull();
+    expect((await callerFor(enforce(), uniqueIp(), minted.key)).caller.override).toBeNull();
   });
 
   it("picks the override for ip:<clientKey> for an anonymous caller, an IPv6 address by its /64", async () => {
     const ip = uniqueIp();
     await jsonOf(await adminCall("PUT", `/overrides/ip:${ip}`, CONFIG, { body: { limits: { request: [{ count: 2, window_s: 1 }] } } }), 201);
-    const anonymous = await callerFor(enforce, ip);
+    const anonymous = await callerFor(enforce(), ip);
     expect(anonymous.caller).toMatchObject({ kind: "anonymous", override: { request: [{ count: 2 }] } });
-    expect((await callerFor(enforce, uniqueIp())).caller.override).toBeNull();
+    expect((await callerFor(enforce(), uniqueIp())).caller.override).toBeNull();
 
     const put = await jsonOf<{ caller_key: string }>(
       await adminCall("PUT", `/overrides/${encodeURIComponent("ip:2001:DB8:0:7::1")}`, CONFIG, { body: { limits: { request: [] } } }),
       201,
     );
     expect(put.caller_key).toBe("ip:2001:db8:0:7::/64");
-    expect((await callerFor(enforce, "2001:db8:0:7::/64")).caller.override).toEqual({ request: [] });
+    expect((await callerFor(enforce(), "2001:db8:0:7::/64")).caller.override).toEqual({ request: [] });
   });
 
   it("follows a tenant's new limits at once on this isolate", async () => {
     const tenant = unique("relimit");
     await createTenant(CONFIG, tenant, { limits: { request: { key: [{ count: 10, window_s: 1 }] } } });
     const minted = await mintKey(CONFIG, tenant);
-    const first = await callerFor(enforce, uniqueIp(), minted.key);
-    expect(first.caller.kind === "key" && first.caller.tenantLimits?.request?.key?.[0]?.count).toBe(10);
+    const first = await callerFor(enforce(), uniqueIp(), minted.key);
+    expect(first.caller.kind === "key" && first.caller.tenant.limits?.request?.key?.[0]?.count).toBe(10);
     await jsonOf(await adminCall("PUT", `/tenants/${tenant}/limits`, CONFIG, { body: { limits: { request: { key: [{ count: 20, window_s: 1 }] } } } }), 200);
-    const second = await callerFor(enforce, uniqueIp(), minted.key);
-    expect(second.caller.kind === "key" && second.caller.tenantLimits?.request?.key?.[0]?.count).toBe(20);
+    const second = await callerFor(enforce(), uniqueIp(), minted.key);
+    expect(second.caller.kind === "key" && second.caller.tenant.limits?.request?.key?.[0]?.count).toBe(20);
   });
 
   it("records a refusal in shadow mode and goes on as anonymous", async () => {
-    const shadow = compiled({ ...CONFIG, mode: "shadow", anonymous: "deny" });
+    const shadow = runtimeOf({ ...CONFIG, mode: "shadow", anonymous: "deny" });
     const unknown = await callerFor(shadow, uniqueIp(), `tg_${"e".repeat(12)}_${"f".repeat(32)}`);
     expect(unknown).toMatchObject({ status: 200, caller: { kind: "anonymous" }, shadow: ["invalid_credential"], decision: "admitted" });
     const none = await callerFor(shadow, uniqueIp());
@@ -111,8 +95,8 @@ describe("the caller authenticate() sets", () => {
 
   it("sets the decision to the refusal code in enforce mode", async () => {
     const ip = uniqueIp();
-    const refused = await callerApp(enforce, ip).request("http://gateway.test/x", { headers: { "x-api-key": "nope" } }, env);
+    const refused = await callerFor(enforce(), ip, undefined, { "x-api-key": "nope" });
     expect(refused.status).toBe(401);
-    expect(refused.headers.get("x-decision")).toBe("invalid_credential");
+    expect(refused.decision).toBe("invalid_credential");
   });
 });

@@ -1,6 +1,6 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { sha256Hex } from "../../src/identity/api-key";
+import { sha256Hex } from "../../src/utils/crypto";
 import { callGateway, gatewayRequest, originLog, problemOf, unique, uniqueIp } from "../helpers";
 import { adminCall, createTenant, jsonOf, keyedCall, mintKey, sleep, testConfig } from "./admin-helpers";
 

@@ -2,7 +2,7 @@ import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { database } from "../../src/db/client";
 import { usageMeter } from "../../src/db/usage-meter";
-import { callGateway, gatewayRequest, unique, uniqueIp } from "../helpers";
+import { callGateway, clockedGateway, gatewayRequest, unique, uniqueIp } from "../helpers";
 import { adminCall, createTenant, jsonOf, mintKey, testConfig } from "./admin-helpers";
 
 const BIG = [{ count: 1_000_000, window_s: 1 }];
@@ -17,7 +17,6 @@ const CONFIG = testConfig({
   request_log: true,
 });
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 function period(nowMs = Date.now()): string {
   return new Date(nowMs).toISOString().slice(0, 7);
@@ -82,7 +81,8 @@ describe("the request log", () => {
     expect(ok).toMatchObject({ format_version: 1, tenant, key_id: id, method: "GET", path: "/logged/path", status: 201, decision: "admitted", bytes_in: 0 });
     expect(typeof ok.at_unix_ms).toBe("number");
     expect(typeof ok.duration_ms).toBe("number");
-    expect(Object.keys(ok).sort()).toEqual(["at_unix_ms", "bytes_in", "bytes_out", "decision", "duration_ms", "format_version", "key_id", "method", "path", "status", "tenant"]);
+    expect(Object.keys(ok).sort()).toEqual(["at_unix_ms", "bytes_in", "bytes_out", "decision", "duration_ms", "event", "format_version", "key_id", "level", "method", "path", "status", "tenant"]);
+    expect(ok).toMatchObject({ level: "info", event: "request" });
     expect(refused).toMatchObject({ tenant: null, key_id: null, path: "/logged/refused", status: 401, decision: "invalid_credential" });
     expect(exempt).toMatchObject({ path: "/healthz", decision: "exempt", status: 200 });
     const all = lines.join("\n");
@@ -108,23 +108,28 @@ describe("audit of sustained limiting", () => {
     const config = { ...CONFIG, categories: { request: { limits: { ip: [{ count: 1, window_s: 3600 }] } } }, audit: { threshold_rejections: 100, window_s: windowS } };
     const ip = uniqueIp();
     const startMs = Date.now();
-    // Start just after a window boundary so 250 refusals fit in one window.
+    // The gateway's clock is the test's: the 251 requests all fall in one audit window.
     const windowMs = windowS * 1000;
-    await sleep(windowMs - (Date.now() % windowMs) + 5);
+    const gateway = clockedGateway(config, {}, Math.floor(startMs / windowMs) * windowMs + 1);
     const statuses: number[] = [];
-    for (let i = 0; i < 251; i++) statuses.push((await callGateway(gatewayRequest("/flood", { ip }), { TOLLGATE: config }, { settle: true })).status);
+    for (let i = 0; i < 251; i++) statuses.push((await gateway.call(gatewayRequest("/flood", { ip }), { settle: true })).status);
     expect(statuses.filter((s) => s === 429)).toHaveLength(250);
-    let events = await sustainedEvents("rate_limit_sustained", startMs);
+    let events = await sustainedEvents("rate_limit_sustained", startMs - windowMs);
     expect(events).toHaveLength(1);
     const detail = JSON.parse(events[0]!.detail) as Record<string, unknown>;
     expect(detail).toMatchObject({ category: "request", count: 101, threshold: 100, window_s: windowS });
-    expect(events[0]!.subject).toMatch(/^sha256:[0-9a-f]{64}$/);
+    // An address is written as a keyed digest, never as itself or a plain hash of it.
+    expect(events[0]!.subject).toMatch(/^hmac:[0-9a-f]{32}$/);
     expect(JSON.stringify(events)).not.toContain(ip);
-    // The next window.
-    await sleep(windowMs - (Date.now() % windowMs) + 5);
-    for (let i = 0; i < 120; i++) await callGateway(gatewayRequest("/flood", { ip }), { TOLLGATE: config }, { settle: true });
-    events = await sustainedEvents("rate_limit_sustained", startMs);
+    // The last millisecond of the same window adds nothing; the next window reports again, with the same digest.
+    gateway.clock.nowMs += windowMs - 2;
+    await gateway.call(gatewayRequest("/flood", { ip }), { settle: true });
+    expect(await sustainedEvents("rate_limit_sustained", startMs - windowMs)).toHaveLength(1);
+    gateway.clock.nowMs += 1;
+    for (let i = 0; i < 120; i++) await gateway.call(gatewayRequest("/flood", { ip }), { settle: true });
+    events = await sustainedEvents("rate_limit_sustained", startMs - windowMs);
     expect(events).toHaveLength(2);
+    expect(events[1]!.subject).toBe(events[0]!.subject);
   }, 30_000);
 
   it("records auth_failures_sustained once per window for one address refusing credentials", async () => {

@@ -1,0 +1,130 @@
+// The data plane: the pipeline of DESIGN §3, in order, compiled once per
+// runtime. Each step is a factory from its own folder, built here with what
+// it needs; this file only decides the order and runs it.
+//
+// Why not through Hono's router and compose: a gateway request runs the same
+// fixed sequence every time, most steps finish synchronously, and the
+// framework's per-request routing, context and promise per middleware were a
+// measurable share of the gateway's CPU (docs/performance.md). The control
+// paths (health, admin API) stay a Hono app (src/app.ts).
+import { Exchange, type Bindings } from "./context";
+import { inFlightBounds, inFlightLimit } from "./limits/in-flight";
+import { authenticate } from "./limits/authenticate";
+import { blockCountries } from "./limits/blocks";
+import type { Check, CheckResult } from "./limits/check";
+import { classify } from "./limits/classify";
+import { quotaCheck } from "./limits/quota";
+import { rateLimit } from "./limits/rate-limit";
+import { matchRoute } from "./limits/route";
+import { extraHeaders, flushUsage, forwardToOrigin, withHeaders } from "./limits/settle";
+import { sizeLimit } from "./limits/size";
+import { clientAddress } from "./identity/client-step";
+import { declaredLength } from "./proxy/content-length";
+import { normalisePath, splitUrl } from "./proxy/request-path";
+import { problem } from "./errors";
+import { errorName, log } from "./log/logger";
+import { requestLogLine } from "./log/request-log";
+import type { Runtime } from "./runtime";
+import { type Background, keepAlive } from "./utils/wait-until";
+
+export type GatewayHandler = (request: Request, env: Bindings, ctx: Background | null) => Promise<Response>;
+
+function invalidPath(): Response {
+  return problem("invalid_path", { detail: "The path holds an encoded separator (%2F or %5C) or NUL (%00)." });
+}
+
+/** Compiles the data plane for a runtime whose config and origin are valid. */
+export function compileGateway(runtime: Runtime): GatewayHandler {
+  const config = runtime.config;
+  const origin = runtime.origin;
+  if (config === null || !origin.ok) {
+    const field = config === null ? (runtime.configError?.field ?? "TOLLGATE") : "ORIGIN_URL";
+    const message = config === null ? (runtime.configError?.message ?? "is invalid") : origin.ok ? "is invalid" : origin.message;
+    return async () => problem("config_invalid", { detail: `The gateway configuration is invalid at ${field}: ${message}.`, extras: { field } });
+  }
+
+  const client = clientAddress({ trustedProxies: config.trustedProxies });
+  const bypasses = classify({ exemptPaths: config.exemptPaths, mode: config.mode });
+  const checks: Check[] = [];
+  const add = (check: Check | null): void => {
+    if (check !== null) checks.push(check);
+  };
+  add(blockCountries({ countries: config.blockedCountries }));
+  add(authenticate({ anonymous: config.anonymous, verifier: runtime, gate: runtime.authGate, policy: runtime.policy }));
+  add(matchRoute(config.routes));
+  add(rateLimit({ table: runtime.limiter, defaults: config.defaults }));
+  add(inFlightLimit({ table: runtime.inFlight, bounds: inFlightBounds(config.inFlight) }));
+  add(sizeLimit({ maxRequestBytes: config.maxRequestBytes }));
+  add(quotaCheck({ reservationTtlS: config.reservationTtlS, auditWindowS: config.auditWindowMs / 1000 }));
+  const forward = forwardToOrigin({
+    origin: origin.base,
+    stripCredential: config.stripCredential,
+    maxRequestBytes: config.maxRequestBytes,
+    quota: { reservationTtlS: config.reservationTtlS, auditWindowS: config.auditWindowMs / 1000 },
+    requestLog: config.requestLog,
+    usageMaxPending: config.usageMaxPending,
+    usageFlushIntervalMs: config.usageFlushIntervalMs,
+  });
+  const count = checks.length;
+
+  /** A request answered by the gateway itself: its slot back, its log line. */
+  function answered(x: Exchange, response: Response): Response {
+    x.releaseSlot?.();
+    const out = withHeaders(response, x.decision === "rate_limited" ? [] : extraHeaders(x, null));
+    const nowMs = runtime.now();
+    if (config!.requestLog) log.raw(requestLogLine(x, out.status, declaredLength(out.headers), nowMs));
+    flushUsage(x, nowMs, config!.usageFlushIntervalMs);
+    return out;
+  }
+
+  async function slowPath(x: Exchange, pending: Promise<CheckResult>, from: number): Promise<Response> {
+    let result = await pending;
+    if (result !== null) return answered(x, result);
+    for (let i = from; i < count; i++) {
+      const r = checks[i]!(x);
+      result = r instanceof Promise ? await r : r;
+      if (result !== null) return answered(x, result);
+    }
+    return forward(x);
+  }
+
+  function failed(x: Exchange, err: unknown): Response {
+    log.error("gateway_failed", { error: errorName(err) });
+    x.decision = "internal_error";
+    return answered(x, problem("internal_error", { detail: "The gateway failed to handle this request." }));
+  }
+
+  const now = runtime.now;
+  return function gateway(request, env, ctx) {
+    const nowMs = now();
+    const { pathname, search } = splitUrl(request.url);
+    const path = normalisePath(pathname);
+    const x = new Exchange(request, env, ctx, runtime, config, path ?? pathname, search, declaredLength(request.headers), nowMs);
+    if (path === null) {
+      // Never forwarded, in any mode: an origin that decodes before normalising would leave its base path.
+      x.decision = "invalid_path";
+      return Promise.resolve(answered(x, invalidPath()));
+    }
+    try {
+      client(x);
+      if (bypasses(x)) return forward(x);
+      for (let i = 0; i < count; i++) {
+        const r = checks[i]!(x);
+        if (r === null) continue;
+        if (r instanceof Promise) {
+          // Kept alive to its end: a client that hangs up while a check waits
+          // (a cache miss, a quota reservation) must not strand what that
+          // check took (an in-flight slot, a reservation); the forward's
+          // settlement then finishes the accounting.
+          const answer = slowPath(x, r, i + 1).catch((err: unknown) => failed(x, err));
+          keepAlive(ctx, answer);
+          return answer;
+        }
+        return Promise.resolve(answered(x, r));
+      }
+      return forward(x);
+    } catch (err) {
+      return Promise.resolve(failed(x, err));
+    }
+  };
+}

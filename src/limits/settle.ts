@@ -1,0 +1,210 @@
+// The forward and everything after it (DESIGN §3 steps 9–10 and "A client
+// that hangs up"), in one place: the origin call, the quota commit or
+// release, the release of the in-flight slot, key usage, metering and the
+// request-log line.
+//
+// Why it is shaped this way: the Workers runtime stops running a request's
+// code once its client disconnects, and cancels the I/O that request started
+// unless something keeps its context alive. So the settlement is handed to
+// waitUntil BEFORE the origin is awaited, and it awaits the origin call
+// itself: a client that hangs up mid-upload cannot leave the reservation
+// unsettled (the origin stored the bytes; they are committed) nor the slot
+// held. The request's own code only builds the answer. The slot is released
+// when the answer's body is delivered or abandoned, or when the client goes
+// away (`request.signal`, compatibility flag `enable_request_signal`), since
+// an answer nobody reads never finishes.
+import type { Exchange } from "../context";
+import { database } from "../db/client";
+import { usageMeter } from "../db/usage-meter";
+import { problem } from "../errors";
+import { usageTracker } from "../identity/usage-tracker";
+import { errorName, log } from "../log/logger";
+import { requestLogLine } from "../log/request-log";
+import { declaredLength } from "../proxy/content-length";
+import { answerFrom, callOrigin, type OriginCall, originRequestHeaders } from "../proxy/forward";
+import { type OriginBase, originUrlFor } from "../proxy/origin-url";
+import { keepAlive } from "../utils/wait-until";
+import { type QuotaOptions, type QuotaSettled, settleQuota, warningHeader } from "./quota";
+import { tooLargeResponse } from "./size";
+
+/**
+ * A response body of at most this many bytes, declared in Content-Length,
+ * releases its slot when it is handed to the runtime: it leaves in one write,
+ * and piping it costs more than the time it would hold the slot.
+ */
+export const SMALL_BODY_BYTES = 16 * 1024;
+
+export interface ForwardOptions {
+  /** Null: fetch(request) to the zone's own origin. */
+  readonly origin: OriginBase | null;
+  readonly stripCredential: boolean;
+  readonly maxRequestBytes: number;
+  readonly quota: QuotaOptions;
+  readonly requestLog: boolean;
+  readonly usageMaxPending: number;
+  readonly usageFlushIntervalMs: number;
+}
+
+type Header = readonly [string, string];
+
+/** Resolves once, with whatever ends the wait first. */
+function signal(): { promise: Promise<void>; fire: () => void } {
+  let fire!: () => void;
+  const promise = new Promise<void>((resolve) => (fire = resolve));
+  return { promise, fire };
+}
+
+function clientGone(request: Request): Promise<void> | null {
+  const abort = request.signal;
+  if (abort === undefined || abort === null) return null;
+  if (abort.aborted) return Promise.resolve();
+  return new Promise((resolve) => abort.addEventListener("abort", () => resolve(), { once: true }));
+}
+
+/** One forwarded request's settlement: started before the origin is awaited, finished under waitUntil. */
+class Settlement {
+  readonly #x: Exchange;
+  readonly #call: OriginCall;
+  readonly #options: ForwardOptions;
+  readonly #quota = signal();
+  #quotaResult: QuotaSettled | null = null;
+  readonly #delivered = signal();
+  #answerBody: ReadableStream<Uint8Array> | null = null;
+
+  constructor(x: Exchange, call: OriginCall, options: ForwardOptions) {
+    this.#x = x;
+    this.#call = call;
+    this.#options = options;
+  }
+
+  /** The background half: runs to the end whether or not the client stays. */
+  async run(): Promise<void> {
+    const x = this.#x;
+    let origin: Response;
+    try {
+      origin = await this.#call.response;
+    } catch (err) {
+      const tooLarge = this.#call.tooLarge();
+      if (!tooLarge) log.warn("origin_unreachable", { error: errorName(err) });
+      x.decision = tooLarge ? "request_too_large" : x.decision;
+      await settleQuota(x, this.#options.quota, false);
+      this.#quota.fire();
+      x.releaseSlot?.();
+      this.#after(tooLarge ? 413 : 502, null, !tooLarge);
+      return;
+    }
+    const ok = origin.status >= 200 && origin.status < 300;
+    if (x.upload !== null || x.removal !== null) {
+      this.#quotaResult = await settleQuota(x, this.#options.quota, ok);
+      const delta = this.#quotaResult?.deltaBytes ?? 0;
+      if (delta !== 0) usageMeter.add(this.#quotaResult!.tenant, "bytes_stored", delta, x.runtime.now(), this.#options.usageMaxPending);
+    }
+    this.#quota.fire();
+    this.#after(origin.status, declaredLength(origin.headers), true);
+    if (x.releaseSlot !== null) {
+      const gone = clientGone(x.request);
+      await (gone === null ? this.#delivered.promise : Promise.race([this.#delivered.promise, gone]));
+      x.releaseSlot();
+      // Nobody will read an answer whose client went away: let the origin's body go.
+      if (this.#answerBody !== null) this.#answerBody.cancel().catch(() => {});
+    }
+  }
+
+  /** The request's half: the answer, once the origin (and the quota) has answered. */
+  async answer(): Promise<Response> {
+    const x = this.#x;
+    let origin: Response;
+    try {
+      origin = await this.#call.response;
+    } catch {
+      const failed = this.#call.tooLarge() ? tooLargeResponse(this.#options.maxRequestBytes, null) : problem("origin_unreachable", { detail: "The origin could not be reached." });
+      return withHeaders(failed, extraHeaders(x, null));
+    }
+    if (x.upload !== null || x.removal !== null) await this.#quota.promise;
+    const extra = extraHeaders(x, this.#quotaResult);
+    const body = x.releaseSlot === null ? origin.body : this.#deliveredBody(origin);
+    return answerFrom(origin, extra, body);
+  }
+
+  // The origin's body, piped so that the end of its delivery (finished,
+  // failed, or cancelled by the runtime when the client goes) is known.
+  #deliveredBody(origin: Response): ReadableStream<Uint8Array> | null {
+    const body = origin.body;
+    const length = declaredLength(origin.headers);
+    if (body === null || (length !== null && length <= SMALL_BODY_BYTES)) {
+      this.#delivered.fire();
+      return body;
+    }
+    // A FixedLengthStream keeps the origin's Content-Length on the way out
+    // (an identity stream would turn the response chunked).
+    const { readable, writable } = length === null ? new IdentityTransformStream() : new FixedLengthStream(length);
+    body.pipeTo(writable).then(this.#delivered.fire, this.#delivered.fire);
+    this.#answerBody = readable;
+    return readable;
+  }
+
+  // Key usage, metering, the request log and the background flushes, once the origin answered.
+  #after(status: number, bytesOut: number | null, forwarded: boolean): void {
+    const x = this.#x;
+    const options = this.#options;
+    const nowMs = x.runtime.now();
+    const caller = x.caller;
+    if (forwarded && caller.kind === "key") {
+      usageTracker.recordKeyUse(caller.keyId, x.clientAddress, nowMs, options.usageMaxPending, options.usageFlushIntervalMs);
+      usageMeter.add(caller.tenant.slug, "requests", 1, nowMs, options.usageMaxPending);
+      const bytesIn = x.declaredBytes ?? 0;
+      if (bytesIn > 0) usageMeter.add(caller.tenant.slug, "bytes_in", bytesIn, nowMs, options.usageMaxPending);
+    }
+    if (options.requestLog) log.raw(requestLogLine(x, status, bytesOut, nowMs));
+    flushUsage(x, nowMs, options.usageFlushIntervalMs);
+  }
+}
+
+/** Starts the background flushes of key usage and metering when they are due. */
+export function flushUsage(x: Exchange, nowMs: number, intervalMs: number): void {
+  const db = () => database(x.env.DB);
+  const later = (work: Promise<unknown>) => keepAlive(x.ctx, work);
+  usageTracker.maybeFlush(db, nowMs, intervalMs, later);
+  usageMeter.maybeFlush(db, nowMs, intervalMs, later);
+}
+
+/** The gateway's own headers on an answer: rate limits, quota warning, shadow refusals. */
+export function extraHeaders(x: Exchange, quota: QuotaSettled | null): Header[] {
+  const extra: Header[] = x.rateHeaders === null ? [] : [...x.rateHeaders];
+  if (quota !== null) {
+    const warning = warningHeader(quota.warnings);
+    if (warning !== null) extra.push(["tollgate-quota-warning", warning]);
+  }
+  if (x.shadow !== null) extra.push(["tollgate-shadow", x.shadow.join(", ")]);
+  return extra;
+}
+
+/** A response of our own (a problem) with extra headers set. */
+export function withHeaders(response: Response, extra: readonly Header[]): Response {
+  for (const [name, value] of extra) response.headers.set(name, value);
+  return response;
+}
+
+/**
+ * The last step: forwards to ORIGIN_URL (its base path joined with the
+ * request's collapsed path, then the query; with no ORIGIN_URL, to the zone's
+ * own origin) and settles everything after.
+ * @example const forward = forwardToOrigin({ origin: base, stripCredential: false, maxRequestBytes: 0, quota, requestLog: true, usageMaxPending: 10_000, usageFlushIntervalMs: 60_000 });
+ */
+export function forwardToOrigin(options: ForwardOptions): (x: Exchange) => Promise<Response> {
+  const base = options.origin;
+  return function forwardStep(x) {
+    const caller = x.caller;
+    const headers = originRequestHeaders(x.request.headers, {
+      clientAddress: x.clientAddress,
+      tenant: caller.kind === "key" ? caller.tenant.slug : null,
+      keyId: caller.kind === "key" ? caller.keyId : null,
+      stripCredential: options.stripCredential,
+    });
+    const target = base === null ? x.request.url : originUrlFor(base, x.path, x.search);
+    const call = callOrigin(x.request, target, headers, x.declaredBytes, options.maxRequestBytes);
+    const settlement = new Settlement(x, call, options);
+    keepAlive(x.ctx, settlement.run());
+    return settlement.answer();
+  };
+}

@@ -1,0 +1,132 @@
+// One runtime per config (issue 11, DESIGN §18): everything the gateway
+// derives from its configuration — the parsed TOLLGATE config, the origin
+// URL, the admin tokens, the limiter table, the in-flight table, the caches
+// and the compiled data plane — built once, the first time a configuration
+// is seen, and kept for the isolate's life. In production an isolate sees one
+// configuration; a test that passes another gets a runtime of its own (the
+// last one is kept: a runtime preallocates its limiter table, so keeping
+// several would multiply that memory).
+import { KeyCache } from "./cache/key-cache";
+import { KeyCheckLoader } from "./cache/key-check";
+import { PolicyCache } from "./cache/policy-cache";
+import { type Config, parseConfig } from "./config";
+import type { Bindings } from "./context";
+import { LimiterTable } from "./engine/limiter-table";
+import { compileGateway, type GatewayHandler } from "./gateway";
+import { AuthFailureGate } from "./limits/auth-gate";
+import { InFlightTable } from "./limits/in-flight";
+import { type OriginBaseResult, parseOriginBase } from "./proxy/origin-url";
+import { sha256Bytes } from "./utils/crypto";
+
+/** Shorter admin tokens disable the admin API (DESIGN §8). */
+export const MIN_ADMIN_TOKEN_CHARS = 32;
+
+export type AdminTokens =
+  | { readonly enabled: true; readonly admin: Promise<Uint8Array>; readonly auditor: Promise<Uint8Array> | null }
+  | { readonly enabled: false; readonly reason: string };
+
+export interface Runtime {
+  /** The validated config; null when TOLLGATE does not validate (see configError). */
+  readonly config: Config | null;
+  readonly configError: { readonly field: string; readonly message: string } | null;
+  /** The config the admin API runs with: TOLLGATE, or the built-in defaults when it is invalid (the admin API must stay usable). */
+  readonly adminConfig: Config;
+  readonly origin: OriginBaseResult;
+  readonly adminTokens: AdminTokens;
+  readonly limiter: LimiterTable;
+  readonly inFlight: InFlightTable;
+  readonly authGate: AuthFailureGate;
+  readonly keys: KeyCache;
+  readonly keyCheck: KeyCheckLoader;
+  readonly policy: PolicyCache;
+  /** The clock every decision reads (Unix ms). Date.now() unless a test gives its own. */
+  readonly now: () => number;
+  /** The compiled data plane (DESIGN §3). */
+  readonly gateway: GatewayHandler;
+}
+
+export interface RuntimeOptions {
+  /** A clock for tests; default Date.now. */
+  readonly clock?: () => number;
+}
+
+let defaultConfig: Config | null = null;
+
+function builtInConfig(): Config {
+  if (defaultConfig === null) {
+    const parsed = parseConfig({});
+    if (!parsed.ok) throw new Error("the built-in config does not validate");
+    defaultConfig = parsed.config;
+  }
+  return defaultConfig;
+}
+
+/** A configured token, trimmed (`echo token | wrangler secret put` leaves a newline). */
+function configuredToken(raw: unknown): string | null {
+  if (typeof raw !== "string") return null;
+  const token = raw.trim();
+  return token === "" ? null : token;
+}
+
+function adminTokensOf(env: Bindings): AdminTokens {
+  const admin = configuredToken(env.ADMIN_TOKEN);
+  if (admin === null) return { enabled: false, reason: "no ADMIN_TOKEN secret is set" };
+  if (admin.length < MIN_ADMIN_TOKEN_CHARS) return { enabled: false, reason: `ADMIN_TOKEN is shorter than ${MIN_ADMIN_TOKEN_CHARS} characters` };
+  const auditor = configuredToken(env.AUDITOR_TOKEN);
+  // A short auditor token is ignored rather than disabling the admin token: it simply never matches.
+  const auditorOk = auditor !== null && auditor.length >= MIN_ADMIN_TOKEN_CHARS;
+  return { enabled: true, admin: sha256Bytes(admin), auditor: auditorOk ? sha256Bytes(auditor) : null };
+}
+
+/** Builds the runtime for an env. Pure of module state; runtimeFor() keeps the last one. */
+export function compileRuntime(env: Bindings, options: RuntimeOptions = {}): Runtime {
+  const parsed = parseConfig((env as { TOLLGATE?: unknown }).TOLLGATE);
+  const config = parsed.ok ? parsed.config : null;
+  const adminConfig = config ?? builtInConfig();
+  const limiter = new LimiterTable(adminConfig.limiterMaxMemoryMib);
+  const runtime: Runtime & { gateway: GatewayHandler } = {
+    config,
+    configError: parsed.ok ? null : { field: parsed.field, message: parsed.message },
+    adminConfig,
+    origin: parseOriginBase(env.ORIGIN_URL),
+    adminTokens: adminTokensOf(env),
+    limiter,
+    inFlight: new InFlightTable(),
+    authGate: new AuthFailureGate(limiter, adminConfig.authFailureLimits),
+    keys: new KeyCache(adminConfig),
+    keyCheck: new KeyCheckLoader(adminConfig.cacheTtlMs),
+    policy: new PolicyCache(adminConfig),
+    now: options.clock ?? Date.now,
+    gateway: null as unknown as GatewayHandler,
+  };
+  runtime.gateway = compileGateway(runtime);
+  return runtime;
+}
+
+let last: { tollgate: unknown; originUrl: unknown; adminToken: unknown; auditorToken: unknown; runtime: Runtime } | null = null;
+
+/** The runtime for this env's configuration: compiled the first time it is seen. */
+export function runtimeFor(env: Bindings): Runtime {
+  const tollgate = (env as { TOLLGATE?: unknown }).TOLLGATE;
+  const cached = last;
+  if (cached !== null && cached.tollgate === tollgate && cached.originUrl === env.ORIGIN_URL && cached.adminToken === env.ADMIN_TOKEN && cached.auditorToken === env.AUDITOR_TOKEN) {
+    return cached.runtime;
+  }
+  const runtime = compileRuntime(env);
+  last = { tollgate, originUrl: env.ORIGIN_URL, adminToken: env.ADMIN_TOKEN, auditorToken: env.AUDITOR_TOKEN, runtime };
+  return runtime;
+}
+
+/** What /_tollgate/health reports beyond `status`: an invalid config, a bad ORIGIN_URL, a disabled admin API. */
+export function healthOf(runtime: Runtime): Record<string, unknown> {
+  const out: Record<string, unknown> = { status: "ok" };
+  if (runtime.configError !== null) {
+    out.config = "invalid";
+    out.error = { field: runtime.configError.field, message: runtime.configError.message };
+  } else if (!runtime.origin.ok) {
+    out.config = "invalid";
+    out.error = { field: "ORIGIN_URL", message: runtime.origin.message };
+  }
+  if (!runtime.adminTokens.enabled) out.admin = { status: "disabled", reason: runtime.adminTokens.reason };
+  return out;
+}
