@@ -14,6 +14,7 @@ export type ProblemCode =
   | "quota_exceeded"
   | "admin_forbidden"
   | "not_found"
+  | "conflict"
   | "length_required"
   | "request_too_large"
   | "rate_limited"
@@ -44,6 +45,7 @@ export const PROBLEMS: Readonly<Record<ProblemCode, ProblemInfo>> = {
   quota_exceeded: { status: 403, title: "Forbidden", hint: "Delete stored objects or ask the operator to raise the quota; waiting does not help." },
   admin_forbidden: { status: 403, title: "Forbidden", hint: "The auditor token may only read; use the admin token to write." },
   not_found: { status: 404, title: "Not Found", hint: "Check the identifier in the path." },
+  conflict: { status: 409, title: "Conflict", hint: "Something still depends on this resource; remove what `detail` names first, then retry." },
   length_required: { status: 411, title: "Length Required", hint: "Send a `Content-Length` header with the body's size in bytes." },
   request_too_large: { status: 413, title: "Content Too Large", hint: "Send a smaller body; `limit` is the largest accepted size in bytes." },
   rate_limited: { status: 429, title: "Too Many Requests", hint: "Wait `retry_after_ms` milliseconds (see `Retry-After`) before sending again." },

@@ -12,6 +12,7 @@ const EXPECTED: Record<ProblemCode, number> = {
   quota_exceeded: 403,
   admin_forbidden: 403,
   not_found: 404,
+  conflict: 409,
   length_required: 411,
   request_too_large: 413,
   rate_limited: 429,
