@@ -81,8 +81,9 @@ export function parseCallerKey(raw: unknown, field: string, kinds: readonly Call
   const colon = raw.indexOf(":");
   const kind = raw.slice(0, colon) as CallerKeyKind;
   const value = raw.slice(colon + 1);
-  if (colon === -1 || !(kind in SHAPES)) return { ok: false, response: invalid(field, expected) };
-  if (!kinds.includes(kind)) return { ok: false, response: invalid(field, refusals[kind] ?? expected) };
+  // Own properties only: `constructor:x` must not find Object.prototype's.
+  if (colon === -1 || !Object.hasOwn(SHAPES, kind)) return { ok: false, response: invalid(field, expected) };
+  if (!kinds.includes(kind)) return { ok: false, response: invalid(field, (Object.hasOwn(refusals, kind) ? refusals[kind] : undefined) ?? expected) };
   let canonical: string | null = null;
   switch (kind) {
     case "ip":

@@ -101,9 +101,16 @@ describe("POST /blocks", () => {
       "tenant:-x",
       "org:acme",
       "user:1",
+      "constructor:x",
+      "__proto__:x",
       `net:${"1".repeat(200)}`,
     ];
-    for (const target of targets) await expectInvalid(await block({ target }), "target");
+    for (const target of targets) {
+      const response = await block({ target });
+      const detail = String((await response.clone().json<{ detail: string }>()).detail);
+      expect(detail, target).toMatch(/^target: (must be ip:<address>, net:<CIDR>, key:<id>, jwt:<64 lower-case hex>, tenant:<slug>|is not a valid [a-z]+:<[^>]+>)$/);
+      await expectInvalid(response, "target");
+    }
     await expectInvalid(await block({ target: 5 }), "target");
     await expectInvalid(await block({}), "target");
     await expectInvalid(await block({ target: "ip:10.0.0.1", expires_at: new Date(Date.now() - 1).toISOString() }), "expires_at");
