@@ -3,14 +3,16 @@
 // without going through an upload.
 import { env } from "cloudflare:workers";
 import { expect } from "vitest";
+import type { QuotaLimits } from "../../src/durable/quota-types";
 
-export async function storeBytes(tenant: string, object: string, bytes: number): Promise<void> {
+/** Reserves and commits `bytes` for `object` under `quota` (default: unlimited); fails the test unless both succeed. */
+export async function storeBytes(tenant: string, object: string, bytes: number, quota: QuotaLimits = {}): Promise<void> {
   const stub = env.TENANT_QUOTA.get(env.TENANT_QUOTA.idFromName(tenant));
   const reservationId = crypto.randomUUID();
   const nowMs = Date.now();
-  const reserved = await stub.reserve({ tenant, object, bytes, quota: {}, reservationId, nowMs });
+  const reserved = await stub.reserve({ tenant, object, bytes, quota, reservationId, nowMs });
   expect(reserved.status).toBe("reserved");
-  const committed = await stub.commit({ reservationId, nowMs, quota: {} });
+  const committed = await stub.commit({ reservationId, nowMs, quota });
   expect(committed.status).toBe("committed");
 }
 
