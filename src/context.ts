@@ -4,6 +4,7 @@
 // types` into worker-configuration.d.ts, plus the two secrets, which are
 // optional at run time and so are typed here.
 import type { Config } from "./config";
+import type { ParsedAddress } from "./identity/cidr";
 import type { QuotaLimits } from "./durable/quota-types";
 import type { HeaderList } from "./engine/rate-limit-headers";
 import type { KeyLimits, TenantLimits } from "./engine/resolve-limits";
@@ -74,6 +75,8 @@ export class Exchange {
   clientAddress = "unknown";
   /** The limiter spelling of the address: IPv4, or an IPv6 /64. */
   clientKey = "unknown";
+  /** The parsed client address (null when unknown), for network blocks. */
+  clientIp: ParsedAddress | null = null;
   caller: Caller = ANONYMOUS_UNKNOWN;
   route: RouteMatch | null = null;
   /** True for exempt paths and `mode: "off"`: no check runs, nothing is charged. */

@@ -17,6 +17,7 @@ export type ProblemCode =
   | "blocked"
   | "tenant_unknown"
   | "not_found"
+  | "conflict"
   | "length_required"
   | "request_too_large"
   | "rate_limited"
@@ -52,6 +53,7 @@ export const PROBLEMS: Readonly<Record<ProblemCode, ProblemInfo>> = {
   blocked: { status: 403, title: "Forbidden", hint: "The operator has blocked this caller, network or tenant; contact them if you think this is wrong." },
   tenant_unknown: { status: 403, title: "Forbidden", hint: "The token names a tenant this gateway does not know; ask the operator to create it." },
   not_found: { status: 404, title: "Not Found", hint: "Check the identifier in the path." },
+  conflict: { status: 409, title: "Conflict", hint: "Something still depends on this resource; remove what `detail` names first, then retry." },
   length_required: { status: 411, title: "Length Required", hint: "Send a `Content-Length` header with the body's size in bytes." },
   request_too_large: { status: 413, title: "Content Too Large", hint: "Send a smaller body; `limit` is the largest accepted size in bytes." },
   rate_limited: { status: 429, title: "Too Many Requests", hint: "Wait `retry_after_ms` milliseconds (see `Retry-After`) before sending again." },

@@ -10,7 +10,7 @@
 import { Exchange, type Bindings } from "./context";
 import { inFlightBounds, inFlightLimit } from "./limits/in-flight";
 import { authenticate } from "./limits/authenticate";
-import { blockCountries } from "./limits/blocks";
+import { blockCallers, blockCountries } from "./limits/blocks";
 import type { Check, CheckResult } from "./limits/check";
 import { classify } from "./limits/classify";
 import { quotaCheck } from "./limits/quota";
@@ -50,6 +50,7 @@ export function compileGateway(runtime: Runtime): GatewayHandler {
     if (check !== null) checks.push(check);
   };
   add(blockCountries({ countries: config.blockedCountries }));
+  add(blockCallers({ policy: runtime.policy }));
   add(authenticate({ anonymous: config.anonymous, verifier: runtime, gate: runtime.authGate, policy: runtime.policy }));
   add(matchRoute(config.routes));
   add(rateLimit({ table: runtime.limiter, defaults: config.defaults }));

@@ -1,5 +1,9 @@
-// The chargeback export (DESIGN §8): usage_monthly rows in a range of UTC
-// months as a CSV or NDJSON attachment, readable by the auditor token too.
+// The chargeback export (DESIGN §8, §16): one figure per (tenant, month,
+// metric) in a range of UTC months — the metered usage_monthly value plus
+// the month's reconciliation adjustments, summed — as a CSV or NDJSON
+// attachment, readable by the auditor token too. Each row carries `status`:
+// `final` for a finished month, `provisional` for the current one (and any
+// later), whose figures still grow.
 //
 // Every row is read before the first byte is written, so a D1 failure is a
 // 503 (admin_unavailable), never a short or empty file. Rows come a page at a
@@ -24,8 +28,8 @@ export const PERIOD = /^(\d{4})-(0[1-9]|1[0-2])$/;
 /** Months in one export, both ends counted: ten years. */
 export const MAX_EXPORT_MONTHS = 120;
 /**
- * Rows in one export. At about 60 bytes a row that is ~15 MB of body, held
- * in memory with the rows' text (the isolate has 128 MB), read in
+ * Rows in one export. At about 70 bytes a row that is ~18 MB of body, held
+ * in memory with the rows' text (the isolate has 128 MB), read in about
  * MAX_EXPORT_ROWS / EXPORT_PAGE_ROWS + 1 = 26 queries (the Free plan allows
  * 50 per invocation).
  */
@@ -41,7 +45,14 @@ const CONTENT_TYPES: Readonly<Record<ExportFormat, string>> = {
   ndjson: "application/x-ndjson",
 };
 
-export const CSV_HEADER = `tenant,period,metric,value${CSV_LINE_END}`;
+export const CSV_HEADER = `tenant,period,metric,value,status${CSV_LINE_END}`;
+
+/** `final`: a finished UTC month, whose figures no longer change; `provisional`: the current month (or a later one). */
+export type RowStatus = "final" | "provisional";
+
+function statusOf(period: string, currentPeriod: string): RowStatus {
+  return period < currentPeriod ? "final" : "provisional";
+}
 
 const periodSchema = z.string().regex(PERIOD, "must be a month as YYYY-MM, month 01 to 12");
 
@@ -57,25 +68,28 @@ function monthIndex(period: string): number {
   return Number(period.slice(0, 4)) * 12 + Number(period.slice(5, 7)) - 1;
 }
 
-function encodeCsv(rows: readonly UsageExportRow[]): string {
+function encodeCsv(rows: readonly UsageExportRow[], currentPeriod: string): string {
   let text = "";
-  for (const row of rows) text += csvRecord([row.tenant, row.period, row.metric, row.value]);
+  for (const row of rows) text += csvRecord([row.tenant, row.period, row.metric, row.value, statusOf(row.period, currentPeriod)]);
   return text;
 }
 
-function encodeNdjson(rows: readonly UsageExportRow[]): string {
+function encodeNdjson(rows: readonly UsageExportRow[], currentPeriod: string): string {
   let text = "";
-  for (const row of rows) text += `${JSON.stringify({ tenant: row.tenant, period: row.period, metric: row.metric, value: row.value })}\n`;
+  for (const row of rows) {
+    text += `${JSON.stringify({ tenant: row.tenant, period: row.period, metric: row.metric, value: row.value, status: statusOf(row.period, currentPeriod) })}\n`;
+  }
   return text;
 }
 
-const ENCODERS: Readonly<Record<ExportFormat, (rows: readonly UsageExportRow[]) => string>> = { csv: encodeCsv, ndjson: encodeNdjson };
+const ENCODERS: Readonly<Record<ExportFormat, (rows: readonly UsageExportRow[], currentPeriod: string) => string>> = { csv: encodeCsv, ndjson: encodeNdjson };
 
 export function registerExportRoutes(app: Hono<AdminEnv>): void {
   app.get("/usage/export", async (c) => {
     const query = validate(exportQuerySchema, c.req.query(), "");
     if (!query.ok) return query.response;
-    const from = query.value.from ?? periodOf(Date.now());
+    const currentPeriod = periodOf(Date.now());
+    const from = query.value.from ?? currentPeriod;
     const to = query.value.to ?? from;
     const format = query.value.format ?? "csv";
     const tenant = query.value.tenant;
@@ -89,10 +103,8 @@ export function registerExportRoutes(app: Hono<AdminEnv>): void {
     let count = 0;
     let after: UsageExportCursor | undefined;
     for (;;) {
-      // One row past the cap tells an export that fits from one that does not.
-      const limit = Math.min(EXPORT_PAGE_ROWS, MAX_EXPORT_ROWS + 1 - count);
-      const rows = await stored(() => usageExportPage(db, { from, to, tenant, after, limit }));
-      count += rows.length;
+      const page = await stored(() => usageExportPage(db, { from, to, tenant, after, limit: EXPORT_PAGE_ROWS }));
+      count += page.rows.length;
       if (count > MAX_EXPORT_ROWS) {
         return problem("invalid_request", {
           detail: `to: the export from ${from} to ${to} has more than ${MAX_EXPORT_ROWS} rows`,
@@ -100,10 +112,9 @@ export function registerExportRoutes(app: Hono<AdminEnv>): void {
           extras: { field: "to", max_rows: MAX_EXPORT_ROWS },
         });
       }
-      parts.push(encode(rows));
-      const last = rows[rows.length - 1];
-      if (rows.length < limit || last === undefined) break;
-      after = { period: last.period, tenant: last.tenant, metric: last.metric };
+      parts.push(encode(page.rows, currentPeriod));
+      if (page.next === null) break;
+      after = page.next;
     }
 
     return new Response(new Blob(parts), {

@@ -4,39 +4,11 @@ import type { Hono } from "hono";
 import { z } from "zod";
 import type { AdminEnv } from "./admin-env";
 import { EXPORT_FORMATS, MAX_EXPORT_MONTHS, MAX_EXPORT_ROWS, PERIOD } from "./export";
+import { COMMON_ERRORS, type Json, jsonContent, op, problemResponse, ref, tenantParam, WRITE_ERRORS } from "./openapi-parts";
+import { operationPaths } from "./openapi-operations";
 import { MAX_AUDIT_PAGE, registry, TENANT_SLUG } from "./schemas";
 
-type Json = Record<string, unknown>;
-
-const ref = (id: string): Json => ({ $ref: `#/components/schemas/${id}` });
-const jsonContent = (schema: Json): Json => ({ "application/json": { schema } });
-const problemResponse = (description: string): Json => ({ description, content: { "application/problem+json": { schema: ref("Problem") } } });
-
-const COMMON_ERRORS: Json = {
-  "401": problemResponse("admin_unauthorized: no token, a wrong one, or one in the query string"),
-  "429": problemResponse("rate_limited: this token's `admin` limit; see Retry-After"),
-  "503": problemResponse("admin_disabled (no ADMIN_TOKEN) or admin_unavailable (D1 failed; nothing was changed)"),
-};
-const WRITE_ERRORS: Json = {
-  ...COMMON_ERRORS,
-  "400": problemResponse("invalid_request: `field` names the invalid field; nothing was changed"),
-  "403": problemResponse("admin_forbidden: the auditor token may only read"),
-};
-
-const tenantParam: Json = { name: "tenant", in: "path", required: true, schema: { type: "string", pattern: TENANT_SLUG.source } };
 const keyIdParam: Json = { name: "id", in: "path", required: true, schema: { type: "string", pattern: "^[0-9a-z]{12}$" } };
-const callerKeyParam: Json = {
-  name: "caller_key",
-  in: "path",
-  required: true,
-  description: "`ip:<address>` (an IPv6 address stands for its /64; URL-encode the `/` of `/64`) or `key:<id>`",
-  schema: { type: "string" },
-};
-
-function op(summary: string, responses: Json, extra: Json = {}): Json {
-  return { summary, responses, ...extra };
-}
-
 function components(): Json {
   const generated = z.toJSONSchema(registry, { target: "draft-2020-12", io: "input", uri: (id) => `#/components/schemas/${id}` }) as { schemas: Record<string, Json> };
   const schemas: Record<string, Json> = {};
@@ -54,7 +26,7 @@ export function openApiDocument(): Json {
       title: "Tollgate admin API",
       version: "1",
       description:
-        "Tenants, managed keys, caller overrides, usage and audit. Timestamps in answers are ISO 8601 strings in UTC. A change reaches the isolate that served it at once and every other isolate within cache_ttl_s (default 10 s).",
+        "Tenants, orgs, managed keys, caller overrides, blocks, usage, reconciliation and audit. Timestamps in answers are ISO 8601 strings in UTC. A change reaches the isolate that served it at once and every other isolate within cache_ttl_s (default 10 s).",
     },
     servers: [{ url: "/_tollgate/admin/v1" }],
     security: [{ bearer: [] }],
@@ -64,11 +36,19 @@ export function openApiDocument(): Json {
         parameters: [tenantParam],
         put: op("Create or replace a tenant", { "200": { description: "replaced", content: jsonContent(ref("Tenant")) }, "201": { description: "created", content: jsonContent(ref("Tenant")) }, ...WRITE_ERRORS }, { requestBody: { content: jsonContent(ref("TenantBody")) } }),
         get: op("A tenant, with its live quota usage (null when the quota object does not answer)", { "200": { description: "the tenant", content: jsonContent(ref("Tenant")) }, "404": problemResponse("not_found"), ...COMMON_ERRORS }),
-        delete: op("Delete a tenant, its keys and their overrides", { "200": { description: "deleted", content: jsonContent({ type: "object", properties: { tenant: { type: "string" }, deleted: { type: "boolean" }, keys_deleted: { type: "integer" } } }) }, "404": problemResponse("not_found"), ...WRITE_ERRORS }),
+        delete: op(
+          "Delete a tenant, its keys and their overrides, and empty its quota object (first: if that fails, nothing is deleted and the call answers 503 quota_unavailable; retry it)",
+          {
+            "200": { description: "deleted", content: jsonContent({ type: "object", properties: { tenant: { type: "string" }, deleted: { type: "boolean" }, keys_deleted: { type: "integer" } } }) },
+            "404": problemResponse("not_found"),
+            ...WRITE_ERRORS,
+            "503": problemResponse("quota_unavailable (the quota object could not be emptied; nothing was deleted), admin_unavailable or admin_disabled"),
+          },
+        ),
       },
       "/tenants/{tenant}/limits": {
         parameters: [tenantParam],
-        put: op("Set a tenant's limits and/or quota (a field left out keeps its value)", { "200": { description: "the tenant", content: jsonContent(ref("Tenant")) }, "404": problemResponse("not_found"), ...WRITE_ERRORS }, { requestBody: { content: jsonContent(ref("TenantBody")) } }),
+        put: op("Set a tenant's limits, quota and/or org (a field left out keeps its value; `org: null` leaves the org)", { "200": { description: "the tenant", content: jsonContent(ref("Tenant")) }, "404": problemResponse("not_found"), ...WRITE_ERRORS }, { requestBody: { content: jsonContent(ref("TenantBody")) } }),
       },
       "/tenants/{tenant}/keys": {
         parameters: [tenantParam],
@@ -78,12 +58,6 @@ export function openApiDocument(): Json {
       "/keys/{id}": {
         parameters: [keyIdParam],
         delete: op("Revoke a key (revoking a revoked key changes nothing)", { "200": { description: "the revoked key", content: jsonContent(ref("Key")) }, "404": problemResponse("not_found"), ...WRITE_ERRORS }),
-      },
-      "/overrides/{caller_key}": {
-        parameters: [callerKeyParam],
-        get: op("One caller override", { "200": { description: "the override", content: jsonContent(ref("Override")) }, "404": problemResponse("not_found"), ...COMMON_ERRORS }),
-        put: op("Set a caller override", { "200": { description: "replaced", content: jsonContent(ref("Override")) }, "201": { description: "created", content: jsonContent(ref("Override")) }, ...WRITE_ERRORS }, { requestBody: { required: true, content: jsonContent(ref("OverrideBody")) } }),
-        delete: op("Remove a caller override", { "200": { description: "removed" }, "404": problemResponse("not_found"), ...WRITE_ERRORS }),
       },
       "/tenants/{tenant}/usage": {
         parameters: [tenantParam],
@@ -101,6 +75,12 @@ export function openApiDocument(): Json {
             parameters: [
               { name: "kind", in: "query", schema: { type: "string" } },
               { name: "tenant", in: "query", schema: { type: "string", pattern: TENANT_SLUG.source } },
+              {
+                name: "caller",
+                in: "query",
+                description: "Events about this caller key or block target (ip:, net:, jwt:, key:, tenant:); addresses, networks and JWT callers are stored as keyed digests (`hmac:<hex>`) and matched as such",
+                schema: { type: "string" },
+              },
               { name: "since", in: "query", description: "ISO 8601 date-time", schema: { type: "string", format: "date-time" } },
               { name: "cursor", in: "query", description: "`next_cursor` of the previous page", schema: { type: "string" } },
               { name: "limit", in: "query", schema: { type: "integer", minimum: 1, maximum: MAX_AUDIT_PAGE, default: 50 } },
@@ -110,11 +90,11 @@ export function openApiDocument(): Json {
       },
       "/usage/export": {
         get: op(
-          "Chargeback rows (tenant, period, metric, value) for a range of UTC months, sorted by period, tenant, metric, as an attachment. CSV is RFC 4180 (CRLF, a header row, every text cell quoted); a text cell that begins with =, +, -, @, tab, CR or LF (also after NFKC normalisation and leading spaces) gets a leading `'`; values are bare integers. The same data gives byte-identical output.",
+          "Chargeback rows (tenant, period, metric, value, status) for a range of UTC months, sorted by period, tenant, metric, as an attachment. `value` is the metered figure plus the reconciliation adjustments made in that month; `status` is `final` for a finished UTC month and `provisional` for the current one. CSV is RFC 4180 (CRLF, a header row, every text cell quoted); a text cell that begins with =, +, -, @, tab, CR or LF (also after NFKC normalisation and leading spaces) gets a leading `'`; values are bare integers. The same data gives byte-identical output.",
           {
             "200": {
               description: "the export (Content-Disposition: attachment; filename=\"tollgate-usage-<from>-<to>.<format>\")",
-              content: { "text/csv": { schema: { type: "string" } }, "application/x-ndjson": { schema: { type: "string", description: 'one {"tenant","period","metric","value"} object per line' } } },
+              content: { "text/csv": { schema: { type: "string" } }, "application/x-ndjson": { schema: { type: "string", description: 'one {"tenant","period","metric","value","status"} object per line' } } },
             },
             "400": problemResponse(`invalid_request: a malformed month, \`to\` before \`from\`, more than ${MAX_EXPORT_MONTHS} months, an unknown format or tenant, or more than ${MAX_EXPORT_ROWS} rows (narrow the range)`),
             ...COMMON_ERRORS,
@@ -129,6 +109,7 @@ export function openApiDocument(): Json {
           },
         ),
       },
+      ...operationPaths(),
       "/openapi.json": { get: op("This document", { "200": { description: "OpenAPI 3.1" }, ...COMMON_ERRORS }) },
     },
   };

@@ -1,7 +1,10 @@
 // Rows as the admin API answers them: timestamps as ISO 8601 strings (UTC),
 // stored JSON as objects, and never a digest or secret.
 import type { AuditRow } from "../db/audit";
+import type { BlockRow } from "../db/blocks";
+import { isActive } from "../db/expiry";
 import type { KeyListingRow } from "../db/keys";
+import type { OrgRow } from "../db/orgs";
 import type { OverrideRow } from "../db/overrides";
 import type { TenantRow } from "../db/tenants";
 
@@ -11,7 +14,7 @@ export function iso(ms: number | null): string | null {
   return ms === null ? null : new Date(ms).toISOString();
 }
 
-function json(text: string | null): Record<string, unknown> | null {
+export function json(text: string | null): Record<string, unknown> | null {
   if (text === null) return null;
   try {
     const value: unknown = JSON.parse(text);
@@ -22,7 +25,7 @@ function json(text: string | null): Record<string, unknown> | null {
 }
 
 export function presentTenant(row: TenantRow) {
-  return { tenant: row.slug, limits: json(row.limits) ?? {}, quota: json(row.quota) ?? {}, created_at: iso(row.createdAt), updated_at: iso(row.updatedAt) };
+  return { tenant: row.slug, org: row.org, limits: json(row.limits) ?? {}, quota: json(row.quota) ?? {}, created_at: iso(row.createdAt), updated_at: iso(row.updatedAt) };
 }
 
 export function presentKey(row: KeyListingRow) {
@@ -41,8 +44,31 @@ export function presentKey(row: KeyListingRow) {
   };
 }
 
-export function presentOverride(row: OverrideRow) {
-  return { caller_key: row.callerKey, limits: json(row.limits) ?? {}, updated_at: iso(row.updatedAt) };
+export function presentOverride(row: OverrideRow, nowMs: number) {
+  return {
+    caller_key: row.callerKey,
+    limits: json(row.limits) ?? {},
+    expires_at: iso(row.expiresAt),
+    reason: row.reason,
+    active: isActive(row.expiresAt, nowMs),
+    updated_at: iso(row.updatedAt),
+  };
+}
+
+export function presentBlock(row: BlockRow, nowMs: number) {
+  return {
+    id: row.id,
+    target: row.target,
+    expires_at: iso(row.expiresAt),
+    reason: row.reason,
+    created_at: iso(row.createdAt),
+    updated_at: iso(row.updatedAt),
+    active: isActive(row.expiresAt, nowMs),
+  };
+}
+
+export function presentOrg(row: OrgRow) {
+  return { org: row.slug, quota: json(row.quota) ?? {}, created_at: iso(row.createdAt), updated_at: iso(row.updatedAt) };
 }
 
 export function presentAuditEvent(row: AuditRow) {

@@ -19,8 +19,6 @@ export const registry = z.registry<{ id: string; description?: string }>();
 
 export const tenantSlugSchema = z.string().regex(TENANT_SLUG, "must match ^[a-z0-9][a-z0-9._-]{0,63}$");
 export const keyIdSchema = z.string().regex(KEY_ID, "is not a key id (12 characters, 0-9 and a-z)");
-/** `ip:<address or IPv6 /64>` or `key:<id>`; normalised by the overrides route. */
-export const callerKeySchema = z.string().regex(/^(ip:[0-9A-Fa-f.:/]{2,64}|ip:unknown|key:[0-9a-z]{12})$/, "must be ip:<address> or key:<id>");
 
 const positiveInt = z.number("must be a number").int("must be a whole number").positive("must be > 0");
 const nonNegativeInt = z.number("must be a number").int("must be a whole number").min(0, "must be >= 0");
@@ -68,10 +66,14 @@ const quotaBoundSchema = z
 export const quotaSchema = z.strictObject({ bytes: quotaBoundSchema.optional(), objects: quotaBoundSchema.optional() });
 registry.add(quotaSchema, { id: "Quota", description: "Soft and hard quotas in bytes and objects; an unset bound is unlimited." });
 
-export const tenantBodySchema = z.strictObject({ limits: tenantLimitsSchema.optional(), quota: quotaSchema.optional() });
+export const tenantBodySchema = z.strictObject({
+  limits: tenantLimitsSchema.optional(),
+  quota: quotaSchema.optional(),
+  org: tenantSlugSchema.nullable().optional().describe("The org the tenant belongs to (it must exist); null: none."),
+});
 registry.add(tenantBodySchema, { id: "TenantBody" });
 
-const isoTimestamp = z.iso.datetime({ offset: true, message: "must be an ISO 8601 date-time with a zone, e.g. 2030-01-31T00:00:00Z" });
+export const isoTimestamp = z.iso.datetime({ offset: true, message: "must be an ISO 8601 date-time with a zone, e.g. 2030-01-31T00:00:00Z" });
 
 export const mintKeyBodySchema = z.strictObject({
   name: z.string("must be a string").min(1, "must not be empty").max(MAX_KEY_NAME_CHARS, `at most ${MAX_KEY_NAME_CHARS} characters`),
@@ -80,12 +82,20 @@ export const mintKeyBodySchema = z.strictObject({
 });
 registry.add(mintKeyBodySchema, { id: "MintKeyBody" });
 
-export const overrideBodySchema = z.strictObject({ limits: keyLimitsSchema });
+export const MAX_REASON_CHARS = 256;
+export const reasonSchema = z.string("must be a string").max(MAX_REASON_CHARS, `at most ${MAX_REASON_CHARS} characters`);
+
+export const overrideBodySchema = z.strictObject({
+  limits: keyLimitsSchema,
+  expires_at: isoTimestamp.nullable().optional().describe("When the override stops applying; it must be in the future. Absent or null: never."),
+  reason: reasonSchema.nullable().optional(),
+});
 registry.add(overrideBodySchema, { id: "OverrideBody" });
 
 export const auditQuerySchema = z.strictObject({
   kind: z.string().regex(AUDIT_KIND, "must match ^[a-z][a-z0-9_]{0,63}$").optional(),
   tenant: tenantSlugSchema.optional(),
+  caller: z.string().max(128, "is too long").optional().describe("A caller key or block target; validated by the route"),
   since: isoTimestamp.optional(),
   cursor: z.string().regex(/^[1-9][0-9]{0,15}$/, "must be a next_cursor from a previous page").optional(),
   limit: z
@@ -97,7 +107,7 @@ export const auditQuerySchema = z.strictObject({
 });
 
 // Answers (documentation only: the routes build them).
-const isoOut = z.string().describe("ISO 8601 date-time, UTC");
+export const isoOut = z.string().describe("ISO 8601 date-time, UTC");
 const usageSchema = z.object({
   bytes: z.number().int(),
   objects: z.number().int(),
@@ -109,6 +119,7 @@ registry.add(usageSchema, { id: "TenantUsage" });
 
 export const tenantSchema = z.object({
   tenant: z.string(),
+  org: z.string().nullable(),
   limits: tenantLimitsSchema,
   quota: quotaSchema,
   created_at: isoOut,
@@ -135,7 +146,14 @@ registry.add(keySchema, { id: "Key", description: "A key as listed: never its se
 export const mintedKeySchema = keySchema.extend({ key: z.string().describe("The secret key, shown once.") });
 registry.add(mintedKeySchema, { id: "MintedKey" });
 
-export const overrideSchema = z.object({ caller_key: z.string(), limits: keyLimitsSchema, updated_at: isoOut });
+export const overrideSchema = z.object({
+  caller_key: z.string(),
+  limits: keyLimitsSchema,
+  expires_at: isoOut.nullable(),
+  reason: z.string().nullable(),
+  active: z.boolean().describe("false once expires_at has passed"),
+  updated_at: isoOut,
+});
 registry.add(overrideSchema, { id: "Override" });
 
 export const auditEventSchema = z.object({

@@ -1,22 +1,57 @@
-// Tenants: PUT (create or replace), GET (with live quota usage), PUT /limits,
-// DELETE (its keys and their overrides go with it). Every write is one D1
-// batch with its audit event, then clears this isolate's cached keys of the
-// tenant; other isolates see the change within cache_ttl_s.
+// Tenants: GET (paged list), PUT (create or replace), GET one (with live quota
+// usage), PUT /limits, DELETE (its keys and their overrides go with it, and
+// its quota object is emptied). Every D1 write is one batch with its audit
+// event, then clears this isolate's cached keys of the tenant; other
+// isolates see the change within cache_ttl_s. A change of org calls
+// syncOrgMembership first (org-sync.ts).
 import type { Hono } from "hono";
 import { insertAuditEvent } from "../db/audit";
-import { database } from "../db/client";
-import { deleteKeysOfTenant, countKeysOfTenant } from "../db/keys";
+import { database, type Db } from "../db/client";
+import { countKeysOfTenant, deleteKeysOfTenant } from "../db/keys";
+import { getOrg } from "../db/orgs";
 import { deleteKeyOverridesOfTenant } from "../db/overrides";
-import { deleteTenant, getTenant, putTenant, type TenantRow, updateTenant } from "../db/tenants";
+import { deleteTenant, getTenant, listTenants, putTenant, type TenantRow, updateTenant } from "../db/tenants";
+import type { Bindings } from "../context";
 import type { AdminEnv } from "./admin-env";
 import { tenantNotFound } from "./not-found";
+import { slugPageQuerySchema } from "./operation-schemas";
+import { syncOrgMembership } from "./org-sync";
+import { pageOf, rowsToRead } from "./paging";
 import { presentTenant } from "./present";
+import { purgeTenantQuota } from "./quota-purge";
 import { tenantBodySchema, tenantSlugSchema } from "./schemas";
 import { stored } from "./storage";
-import { liveQuotaUsage } from "./usage";
-import { jsonBody, pathParam } from "./validate";
+import { liveQuotaUsage, quotaUnavailable } from "./usage";
+import { invalid, jsonBody, pathParam, validate } from "./validate";
+
+/** 400 naming `org` unless the org exists (or is null: no org). */
+async function checkOrgExists(db: Db, org: string | null | undefined): Promise<Response | null> {
+  if (org == null) return null;
+  if ((await stored(() => getOrg(db, org))) !== null) return null;
+  return invalid("org", `no org named ${org}; create it with PUT /orgs/${org}`);
+}
+
+/** Tells the org quota objects about a change of org; a failure is a 503 with nothing changed in D1. */
+async function moveBetweenOrgs(env: Bindings, tenant: string, fromOrg: string | null, toOrg: string | null): Promise<Response | null> {
+  if (fromOrg === toOrg) return null;
+  try {
+    await syncOrgMembership(env, tenant, fromOrg, toOrg);
+    return null;
+  } catch (error) {
+    console.error(JSON.stringify({ level: "error", at_unix_ms: Date.now(), event: "org_sync_failed", error: error instanceof Error ? error.name : "unknown" }));
+    return quotaUnavailable("The org's quota counters could not be updated; nothing was changed.");
+  }
+}
 
 export function registerTenantRoutes(app: Hono<AdminEnv>): void {
+  app.get("/tenants", async (c) => {
+    const query = validate(slugPageQuerySchema, c.req.query(), "");
+    if (!query.ok) return query.response;
+    const rows = await stored(() => listTenants(database(c.env.DB), { afterSlug: query.value.cursor, limit: rowsToRead(query.value.limit) }));
+    const page = pageOf(rows, query.value.limit, (r) => r.slug);
+    return c.json({ tenants: page.items.map(presentTenant), next_cursor: page.nextCursor });
+  });
+
   app.put("/tenants/:tenant", async (c) => {
     const slug = pathParam(tenantSlugSchema, c.req.param("tenant"), "tenant");
     if (!slug.ok) return slug.response;
@@ -24,16 +59,22 @@ export function registerTenantRoutes(app: Hono<AdminEnv>): void {
     if (!body.ok) return body.response;
     const db = database(c.env.DB);
     const nowMs = Date.now();
+    const missingOrg = await checkOrgExists(db, body.value.org);
+    if (missingOrg !== null) return missingOrg;
     const existing = await stored(() => getTenant(db, slug.value));
     const limits = body.value.limits ?? {};
     const quota = body.value.quota ?? {};
+    const org = body.value.org ?? null;
     const row: TenantRow = {
       slug: slug.value,
       limits: JSON.stringify(limits),
       quota: JSON.stringify(quota),
+      org,
       createdAt: existing?.createdAt ?? nowMs,
       updatedAt: nowMs,
     };
+    const syncFailed = await moveBetweenOrgs(c.env, slug.value, existing?.org ?? null, org);
+    if (syncFailed !== null) return syncFailed;
     await stored(() =>
       db.batch([
         putTenant(db, row),
@@ -43,7 +84,7 @@ export function registerTenantRoutes(app: Hono<AdminEnv>): void {
           actor: "admin",
           tenant: slug.value,
           subject: null,
-          detail: existing === null ? { limits, quota } : { limits, quota, previous: presentTenant(existing) },
+          detail: existing === null ? { limits, quota, org } : { limits, quota, org, previous: presentTenant(existing) },
         }),
       ]),
     );
@@ -69,14 +110,26 @@ export function registerTenantRoutes(app: Hono<AdminEnv>): void {
     const nowMs = Date.now();
     const existing = await stored(() => getTenant(db, slug.value));
     if (existing === null) return tenantNotFound(slug.value);
-    // Fields left out keep their value; send {} to clear one.
-    const fields: { limits?: string; quota?: string; updatedAt: number } = { updatedAt: nowMs };
-    if (body.value.limits !== undefined) fields.limits = JSON.stringify(body.value.limits);
-    if (body.value.quota !== undefined) fields.quota = JSON.stringify(body.value.quota);
+    const missingOrg = await checkOrgExists(db, body.value.org);
+    if (missingOrg !== null) return missingOrg;
+    // Fields left out keep their value; send {} to clear limits or quota, null to leave the org.
+    const fields: { limits?: string; quota?: string; org?: string | null; updatedAt: number } = { updatedAt: nowMs };
     const detail: Record<string, unknown> = {};
-    if (body.value.limits !== undefined) detail.limits = body.value.limits;
-    if (body.value.quota !== undefined) detail.quota = body.value.quota;
+    if (body.value.limits !== undefined) {
+      fields.limits = JSON.stringify(body.value.limits);
+      detail.limits = body.value.limits;
+    }
+    if (body.value.quota !== undefined) {
+      fields.quota = JSON.stringify(body.value.quota);
+      detail.quota = body.value.quota;
+    }
+    if (body.value.org !== undefined) {
+      fields.org = body.value.org;
+      detail.org = body.value.org;
+    }
     detail.previous = presentTenant(existing);
+    const syncFailed = await moveBetweenOrgs(c.env, slug.value, existing.org, fields.org === undefined ? existing.org : fields.org);
+    if (syncFailed !== null) return syncFailed;
     await stored(() =>
       db.batch([
         updateTenant(db, slug.value, fields),
@@ -84,7 +137,13 @@ export function registerTenantRoutes(app: Hono<AdminEnv>): void {
       ]),
     );
     c.get("runtime").keys.clearTenant(slug.value);
-    const row: TenantRow = { ...existing, limits: fields.limits ?? existing.limits, quota: fields.quota ?? existing.quota, updatedAt: nowMs };
+    const row: TenantRow = {
+      ...existing,
+      limits: fields.limits ?? existing.limits,
+      quota: fields.quota ?? existing.quota,
+      org: fields.org === undefined ? existing.org : fields.org,
+      updatedAt: nowMs,
+    };
     return c.json(presentTenant(row));
   });
 
@@ -92,16 +151,28 @@ export function registerTenantRoutes(app: Hono<AdminEnv>): void {
     const slug = pathParam(tenantSlugSchema, c.req.param("tenant"), "tenant");
     if (!slug.ok) return slug.response;
     const db = database(c.env.DB);
-    const nowMs = Date.now();
     const existing = await stored(() => getTenant(db, slug.value));
     if (existing === null) return tenantNotFound(slug.value);
     const keysDeleted = await stored(() => countKeysOfTenant(db, slug.value));
+    // The quota side first: if it fails, the tenant is still whole and the same call can be retried.
+    const syncFailed = await moveBetweenOrgs(c.env, slug.value, existing.org, null);
+    if (syncFailed !== null) return syncFailed;
+    const purge = await purgeTenantQuota(c.env, slug.value);
+    if (!purge.ok) return quotaUnavailable("The tenant's quota object could not be emptied; nothing was deleted. Retry the delete.");
+    const nowMs = Date.now();
     await stored(() =>
       db.batch([
         deleteKeyOverridesOfTenant(db, slug.value),
         deleteKeysOfTenant(db, slug.value),
         deleteTenant(db, slug.value),
-        insertAuditEvent(db, { atMs: nowMs, kind: "tenant_deleted", actor: "admin", tenant: slug.value, subject: null, detail: { keys_deleted: keysDeleted, previous: presentTenant(existing) } }),
+        insertAuditEvent(db, {
+          atMs: nowMs,
+          kind: "tenant_deleted",
+          actor: "admin",
+          tenant: slug.value,
+          subject: null,
+          detail: { keys_deleted: keysDeleted, purged: purge.purged, previous: presentTenant(existing) },
+        }),
       ]),
     );
     c.get("runtime").keys.clearTenant(slug.value);

@@ -19,7 +19,7 @@ import { pathParam } from "./validate";
 /** Seconds a client should wait after the quota object failed to answer. */
 const QUOTA_RETRY_AFTER_S = 1;
 
-function quotaStub(env: Bindings, tenant: string) {
+export function quotaStub(env: Bindings, tenant: string) {
   return env.TENANT_QUOTA.get(env.TENANT_QUOTA.idFromName(tenant));
 }
 
@@ -33,8 +33,9 @@ export async function liveQuotaUsage(env: Bindings, tenant: string): Promise<Usa
   }
 }
 
-function quotaUnavailable(): Response {
-  return problem("quota_unavailable", { detail: "The tenant's quota counters could not be read.", headers: { "retry-after": String(QUOTA_RETRY_AFTER_S) } });
+/** 503 quota_unavailable with Retry-After: a quota object did not answer. */
+export function quotaUnavailable(detail = "The tenant's quota counters could not be read."): Response {
+  return problem("quota_unavailable", { detail, headers: { "retry-after": String(QUOTA_RETRY_AFTER_S) } });
 }
 
 export function registerUsageRoutes(app: Hono<AdminEnv>): void {

@@ -6,6 +6,7 @@
 import type { Db } from "../db/client";
 import { ensureSetting, getSetting, KEY_CHECK_SECRET } from "../db/settings";
 import { newKeyCheckSecret } from "../identity/api-key";
+import { deriveAuditSubjectKey } from "../identity/audit-subject";
 import { importHmacKey } from "../utils/crypto";
 import { MAX_FLIGHT_MS } from "./read-through-cache";
 
@@ -14,6 +15,7 @@ export class KeyCheckLoader {
   #loaded: CryptoKey | null = null;
   #absentUntilMs = 0;
   #loading: { promise: Promise<CryptoKey | null>; startedAtMs: number } | null = null;
+  #auditKey: Promise<CryptoKey> | null = null;
 
   constructor(absentTtlMs: number) {
     this.#absentTtlMs = absentTtlMs;
@@ -48,6 +50,19 @@ export class KeyCheckLoader {
     }
     this.#loaded = await importHmacKey(secret);
     return this.#loaded;
+  }
+
+  /**
+   * The key of audit-subject digests (src/identity/audit-subject.ts), derived
+   * once from the check key. `create`: make the deployment's secret if no key
+   * was ever minted (a write); otherwise null when there is none (a read).
+   */
+  async auditKey(db: Db, nowMs: number, create: boolean): Promise<CryptoKey | null> {
+    if (this.#auditKey !== null) return this.#auditKey;
+    const checkKey = create ? await this.forWrite(db, nowMs) : await this.load(() => db, nowMs);
+    if (checkKey === null) return null;
+    this.#auditKey ??= deriveAuditSubjectKey(checkKey);
+    return this.#auditKey;
   }
 
   /** For minting and audit digests: the check key, creating the deployment's secret on first use. */

@@ -1,49 +1,102 @@
-// The operator's caller policy — overrides (and blocks) — held as one
-// snapshot of the whole table per runtime, reloaded once per cache_ttl_s.
-// Looking up a caller that has no override is then a Map miss, so a flood of
+// The operator's caller policy — overrides and blocks — held as one snapshot
+// of both tables per runtime, reloaded once per cache_ttl_s (DESIGN §15:
+// blocks read through the same snapshot cache as overrides). Looking up a
+// caller that has no override or block is then a Map miss, so a flood of
 // anonymous requests from fresh addresses costs no D1 query per address.
-// When D1 fails and no usable snapshot is held, callers get "no override"
-// (the configured defaults apply) and D1 is not asked again for a moment.
+// An override or block that expires while the snapshot is held stops
+// applying at its expires_at. When D1 fails and no usable snapshot is held,
+// callers get "no override, no block" (the configured defaults apply) and D1
+// is not asked again for a moment.
 import type { Config } from "../config";
 import type { KeyLimits } from "../engine/resolve-limits";
+import { activeBlocksQuery } from "../db/blocks";
 import type { Db } from "../db/client";
-import { loadAllOverrides } from "../db/overrides";
+import { activeOverridesQuery } from "../db/overrides";
+import { type CidrSet, cidrSetHas, type ParsedAddress, parseCidrs } from "../identity/cidr";
 import { log } from "../log/logger";
 import { ReadThroughCache } from "./read-through-cache";
 import { compileStoredKeyLimits } from "./stored-limits";
 
+interface Timed<T> {
+  readonly value: T;
+  /** Unix ms at which it stops applying; Infinity for never. */
+  readonly untilMs: number;
+}
+
+/** A block that applies: its id and target, for explain. */
+export interface ActiveBlock {
+  readonly id: number;
+  readonly target: string;
+  readonly expiresAtMs: number | null;
+}
+
+interface NetBlock {
+  readonly block: ActiveBlock;
+  readonly set: CidrSet;
+  readonly untilMs: number;
+}
+
 /** The policy in force, compiled once per load. */
 export class PolicySnapshot {
-  readonly #overrides: ReadonlyMap<string, KeyLimits>;
+  readonly #overrides: ReadonlyMap<string, Timed<KeyLimits>>;
+  readonly #blocks: ReadonlyMap<string, Timed<ActiveBlock>>;
+  readonly #netBlocks: readonly NetBlock[];
 
-  constructor(overrides: ReadonlyMap<string, KeyLimits>) {
+  constructor(overrides: ReadonlyMap<string, Timed<KeyLimits>>, blocks: ReadonlyMap<string, Timed<ActiveBlock>>, netBlocks: readonly NetBlock[]) {
     this.#overrides = overrides;
+    this.#blocks = blocks;
+    this.#netBlocks = netBlocks;
   }
 
-  /** The override for a caller key (`key:<id>`, `ip:<address or /64>`), or null. */
-  overrideFor(callerKey: string): KeyLimits | null {
-    return this.#overrides.get(callerKey) ?? null;
+  /** The override for a caller key (`key:<id>`, `ip:<address or /64>`, `jwt:<hex>`) in force at nowMs, or null. */
+  overrideFor(callerKey: string, nowMs: number): KeyLimits | null {
+    const entry = this.#overrides.get(callerKey);
+    return entry !== undefined && nowMs < entry.untilMs ? entry.value : null;
   }
 
-  get overrideCount(): number {
-    return this.#overrides.size;
+  /** The block of a caller key or tenant (`tenant:<slug>`) in force at nowMs, or null. */
+  blockOf(target: string, nowMs: number): ActiveBlock | null {
+    const entry = this.#blocks.get(target);
+    return entry !== undefined && nowMs < entry.untilMs ? entry.value : null;
+  }
+
+  /** A network block (`net:<CIDR>`) holding the address at nowMs, or null. */
+  netBlockOf(addr: ParsedAddress, nowMs: number): ActiveBlock | null {
+    for (const net of this.#netBlocks) if (nowMs < net.untilMs && cidrSetHas(net.set, addr)) return net.block;
+    return null;
+  }
+
+  get hasBlocks(): boolean {
+    return this.#blocks.size > 0 || this.#netBlocks.length > 0;
   }
 }
 
-export const EMPTY_POLICY = new PolicySnapshot(new Map());
+export const EMPTY_POLICY = new PolicySnapshot(new Map(), new Map(), []);
 
 const SNAPSHOT = "all";
 /** After a failed load with nothing to serve, how long the empty answer stands before D1 is asked again. */
 const FAILURE_BACKOFF_MS = 1000;
 
-async function loadSnapshot(db: Db): Promise<PolicySnapshot> {
-  const rows = await loadAllOverrides(db);
-  const overrides = new Map<string, KeyLimits>();
-  for (const row of rows) {
+async function loadSnapshot(db: Db, nowMs: number): Promise<PolicySnapshot> {
+  // One D1 round trip for both tables.
+  const [overrideRows, blockRows] = await db.batch([activeOverridesQuery(db, nowMs), activeBlocksQuery(db, nowMs)]);
+  const overrides = new Map<string, Timed<KeyLimits>>();
+  for (const row of overrideRows) {
     const limits = compileStoredKeyLimits(row.limits, "caller_overrides.limits of an override");
-    if (limits !== null) overrides.set(row.callerKey, limits);
+    if (limits !== null) overrides.set(row.callerKey, { value: limits, untilMs: row.expiresAt ?? Infinity });
   }
-  return new PolicySnapshot(overrides);
+  const blocks = new Map<string, Timed<ActiveBlock>>();
+  const netBlocks: NetBlock[] = [];
+  for (const row of blockRows) {
+    const block: ActiveBlock = { id: row.id, target: row.target, expiresAtMs: row.expiresAt };
+    const untilMs = row.expiresAt ?? Infinity;
+    if (row.target.startsWith("net:")) {
+      const parsed = parseCidrs([row.target.slice(4)]);
+      if (parsed.ok) netBlocks.push({ block, set: parsed.set, untilMs });
+      else log.warn("stored_value_invalid", { what: "blocks.target of a net block" });
+    } else blocks.set(row.target, { value: block, untilMs });
+  }
+  return new PolicySnapshot(overrides, blocks, netBlocks);
 }
 
 export class PolicyCache {
@@ -78,7 +131,7 @@ export class PolicyCache {
     const peeked = this.peek(nowMs);
     if (peeked !== undefined) return peeked;
     try {
-      return await this.#cache.get(SNAPSHOT, nowMs, () => loadSnapshot(db()), keepAlive);
+      return await this.#cache.get(SNAPSHOT, nowMs, () => loadSnapshot(db(), nowMs), keepAlive);
     } catch {
       this.#failedUntilMs = nowMs + this.#backoffMs;
       log.warn("policy_unavailable", undefined, nowMs);

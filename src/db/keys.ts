@@ -1,7 +1,7 @@
 // Query helpers for api_keys. Timestamps are Unix milliseconds, as in the schema.
 import { and, asc, count, eq, isNull, sql } from "drizzle-orm";
 import type { Db } from "./client";
-import { apiKeys, tenants } from "./schema";
+import { apiKeys, orgs, tenants } from "./schema";
 
 /** What the gateway needs to admit a key: the key row joined with its tenant. */
 export interface KeyRow {
@@ -15,11 +15,15 @@ export interface KeyRow {
   readonly tenantLimits: string;
   /** Quota JSON. */
   readonly quota: string;
+  /** The tenant's org, or null. */
+  readonly org: string | null;
+  /** The org's Quota JSON; null when the tenant has no org. */
+  readonly orgQuota: string | null;
 }
 
 /**
- * The key whose digest is `digest`, with its tenant's limits and quota, or
- * null. One indexed query (api_keys_digest_unique). A key whose tenant is
+ * The key whose digest is `digest`, with its tenant's limits and quota and
+ * its tenant's org and the org's quota, or null. One indexed query (api_keys_digest_unique). A key whose tenant is
  * gone is not found (the inner join), so it stops working even before the
  * cascade removes it.
  */
@@ -33,9 +37,12 @@ export async function findKeyByDigest(db: Db, digest: string): Promise<KeyRow | 
       keyLimits: apiKeys.limits,
       tenantLimits: tenants.limits,
       quota: tenants.quota,
+      org: tenants.org,
+      orgQuota: orgs.quota,
     })
     .from(apiKeys)
     .innerJoin(tenants, eq(tenants.slug, apiKeys.tenant))
+    .leftJoin(orgs, eq(orgs.slug, tenants.org))
     .where(eq(apiKeys.digest, digest))
     .limit(1);
   return rows[0] ?? null;

@@ -1,8 +1,8 @@
 // Query helpers for caller_overrides: limits for one caller key (`ip:<address
-// or /64>`, `key:<id>`). The gateway reads the whole table at once (see
-// src/cache/override-cache.ts); it is small, one row per caller an operator
-// singled out.
-import { eq, inArray, sql } from "drizzle-orm";
+// or /64>`, `key:<id>`, `jwt:<64 hex>`), optionally until `expires_at`. The
+// gateway reads the whole table at once (see src/cache/override-cache.ts); it
+// is small, one row per caller an operator singled out.
+import { asc, eq, gt, inArray, isNull, or, sql } from "drizzle-orm";
 import type { Db } from "./client";
 import { apiKeys, callerOverrides } from "./schema";
 
@@ -11,10 +11,24 @@ export interface OverrideRow {
   /** KeyLimits JSON. */
   readonly limits: string;
   readonly updatedAt: number;
+  /** Unix ms after which the override no longer applies; null: never. */
+  readonly expiresAt: number | null;
+  readonly reason: string | null;
 }
 
-export function loadAllOverrides(db: Db): Promise<OverrideRow[]> {
-  return db.select().from(callerOverrides);
+/**
+ * Every override, with `expiresAt`, for the gateway's snapshot. With `nowMs`,
+ * overrides already expired then are left out; the snapshot must still drop
+ * the ones that expire while it is held (each row's `expiresAt`).
+ */
+export function loadAllOverrides(db: Db, nowMs?: number): Promise<OverrideRow[]> {
+  const query = db.select().from(callerOverrides);
+  return nowMs === undefined ? query : query.where(or(isNull(callerOverrides.expiresAt), gt(callerOverrides.expiresAt, nowMs)));
+}
+
+/** The overrides in force at `nowMs`, as a query for a batch (the gateway reads them with the blocks in one round trip). */
+export function activeOverridesQuery(db: Db, nowMs: number) {
+  return db.select().from(callerOverrides).where(or(isNull(callerOverrides.expiresAt), gt(callerOverrides.expiresAt, nowMs)));
 }
 
 export async function getOverride(db: Db, callerKey: string): Promise<OverrideRow | null> {
@@ -22,12 +36,26 @@ export async function getOverride(db: Db, callerKey: string): Promise<OverrideRo
   return rows[0] ?? null;
 }
 
-/** Create or replace, for a batch. */
-export function putOverride(db: Db, row: OverrideRow) {
+/** Overrides in caller-key order after `afterKey` (keyset paging, BINARY collation), at most `limit`. */
+export function listOverrides(db: Db, page: { afterKey?: string | undefined; limit: number }): Promise<OverrideRow[]> {
+  return db
+    .select()
+    .from(callerOverrides)
+    .where(page.afterKey === undefined ? undefined : gt(callerOverrides.callerKey, page.afterKey))
+    .orderBy(asc(callerOverrides.callerKey))
+    .limit(page.limit);
+}
+
+/** An override to write: `expiresAt` and `reason` left out are null. */
+export type NewOverride = Omit<OverrideRow, "expiresAt" | "reason"> & { readonly expiresAt?: number | null; readonly reason?: string | null };
+
+/** Create or replace (limits, expiry and reason together), for a batch. */
+export function putOverride(db: Db, input: NewOverride) {
+  const row = { ...input, expiresAt: input.expiresAt ?? null, reason: input.reason ?? null };
   return db
     .insert(callerOverrides)
     .values(row)
-    .onConflictDoUpdate({ target: callerOverrides.callerKey, set: { limits: row.limits, updatedAt: row.updatedAt } });
+    .onConflictDoUpdate({ target: callerOverrides.callerKey, set: { limits: row.limits, updatedAt: row.updatedAt, expiresAt: row.expiresAt, reason: row.reason } });
 }
 
 export function deleteOverride(db: Db, callerKey: string) {

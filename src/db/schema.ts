@@ -2,17 +2,37 @@
 // in milliseconds (an integer column named *_at). Limits and quotas are JSON
 // text validated by the admin API's zod schemas before they are written.
 
-import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
+import { type AnySQLiteColumn, index, integer, primaryKey, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
 
-export const tenants = sqliteTable("tenants", {
+/** Groups of tenants with a quota over all of them (DESIGN §16). */
+export const orgs = sqliteTable("orgs", {
+  /** Same rule as a tenant slug. */
   slug: text("slug").primaryKey(),
-  /** TenantLimits JSON: {"<category>": {"key"?: Limit[], "tenant"?: Limit[]}} */
-  limits: text("limits").notNull().default("{}"),
-  /** Quota JSON: {"bytes"?: {"soft"?, "hard"?}, "objects"?: {...}} */
+  /** Quota JSON, as a tenant's: {"bytes"?: {"soft"?, "hard"?}, "objects"?: {...}} */
   quota: text("quota").notNull().default("{}"),
   createdAt: integer("created_at").notNull(),
   updatedAt: integer("updated_at").notNull(),
 });
+
+export const tenants = sqliteTable(
+  "tenants",
+  {
+    slug: text("slug").primaryKey(),
+    /** TenantLimits JSON: {"<category>": {"key"?: Limit[], "tenant"?: Limit[]}} */
+    limits: text("limits").notNull().default("{}"),
+    /** Quota JSON: {"bytes"?: {"soft"?, "hard"?}, "objects"?: {...}} */
+    quota: text("quota").notNull().default("{}"),
+    createdAt: integer("created_at").notNull(),
+    updatedAt: integer("updated_at").notNull(),
+    /**
+     * The org the tenant belongs to, or NULL. The foreign key (no ON DELETE
+     * action) is the backstop for a race the admin API's checks cannot see:
+     * an org deleted while a tenant is being moved into it.
+     */
+    org: text("org").references((): AnySQLiteColumn => orgs.slug),
+  },
+  (t) => [index("tenants_org_idx").on(t.org, t.slug)],
+);
 
 export const apiKeys = sqliteTable(
   "api_keys",
@@ -40,12 +60,35 @@ export const apiKeys = sqliteTable(
 );
 
 export const callerOverrides = sqliteTable("caller_overrides", {
-  /** `ip:<address or /64>` or `key:<id>` */
+  /** `ip:<address or /64>`, `key:<id>` or `jwt:<64 hex>` */
   callerKey: text("caller_key").primaryKey(),
   /** KeyLimits JSON: {"<category>": Limit[]} */
   limits: text("limits").notNull(),
   updatedAt: integer("updated_at").notNull(),
+  /** When the override stops applying; NULL: never. The row stays (listed with active: false) until deleted. */
+  expiresAt: integer("expires_at"),
+  /** The operator's note, at most 256 characters. */
+  reason: text("reason"),
 });
+
+/**
+ * Callers, tenants and networks refused with 403 `blocked` (DESIGN §15). One
+ * row per target: blocking a target again replaces its expiry and reason.
+ */
+export const blocks = sqliteTable(
+  "blocks",
+  {
+    id: integer("id").primaryKey({ autoIncrement: true }),
+    /** Canonical: `ip:<IPv4 or IPv6 /64>`, `net:<network>/<prefix>`, `key:<id>`, `jwt:<64 hex>` or `tenant:<slug>`. */
+    target: text("target").notNull(),
+    /** NULL: never expires. The row stays (listed with active: false) until deleted. */
+    expiresAt: integer("expires_at"),
+    reason: text("reason"),
+    createdAt: integer("created_at").notNull(),
+    updatedAt: integer("updated_at").notNull(),
+  },
+  (t) => [uniqueIndex("blocks_target_unique").on(t.target)],
+);
 
 export const auditEvents = sqliteTable(
   "audit_events",
@@ -61,7 +104,12 @@ export const auditEvents = sqliteTable(
     /** JSON with the event's figures. */
     detail: text("detail").notNull().default("{}"),
   },
-  (t) => [index("audit_events_at_idx").on(t.at), index("audit_events_kind_idx").on(t.kind, t.at), index("audit_events_tenant_idx").on(t.tenant, t.at)],
+  (t) => [
+    index("audit_events_at_idx").on(t.at),
+    index("audit_events_kind_idx").on(t.kind, t.at),
+    index("audit_events_tenant_idx").on(t.tenant, t.at),
+    index("audit_events_subject_idx").on(t.subject),
+  ],
 );
 
 export const usageMonthly = sqliteTable(
@@ -74,6 +122,30 @@ export const usageMonthly = sqliteTable(
     value: integer("value").notNull().default(0),
   },
   (t) => [primaryKey({ columns: [t.tenant, t.period, t.metric] }), index("usage_monthly_period_idx").on(t.period, t.tenant, t.metric)],
+);
+
+/**
+ * Corrections to usage_monthly, append-only: a row is never updated or
+ * deleted. usage_monthly rows are added to by the meters' upserts, so a
+ * correction written there could not be told apart from metered usage; here
+ * each one keeps its own row, time and attribution. The export adds them to
+ * the figures of their (tenant, period, metric).
+ */
+export const usageAdjustments = sqliteTable(
+  "usage_adjustments",
+  {
+    id: integer("id").primaryKey({ autoIncrement: true }),
+    tenant: text("tenant").notNull(),
+    /** The UTC month the correction was made in, `YYYY-MM`. */
+    period: text("period").notNull(),
+    metric: text("metric").notNull(),
+    /** Signed amount added to the metric. */
+    value: integer("value").notNull(),
+    /** Why: `reconciliation` (POST /usage/reconcile?apply=true). */
+    attribution: text("attribution").notNull(),
+    createdAt: integer("created_at").notNull(),
+  },
+  (t) => [index("usage_adjustments_tenant_idx").on(t.tenant, t.metric), index("usage_adjustments_period_idx").on(t.period, t.tenant, t.metric)],
 );
 
 

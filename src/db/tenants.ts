@@ -1,6 +1,6 @@
 // Query helpers for tenants. Limits and quota are JSON text the admin API has
 // validated; timestamps are Unix milliseconds.
-import { eq } from "drizzle-orm";
+import { asc, eq, gt } from "drizzle-orm";
 import type { Db } from "./client";
 import { tenants } from "./schema";
 
@@ -10,6 +10,8 @@ export interface TenantRow {
   readonly quota: string;
   readonly createdAt: number;
   readonly updatedAt: number;
+  /** The org's slug, or null. */
+  readonly org: string | null;
 }
 
 export async function getTenant(db: Db, slug: string): Promise<TenantRow | null> {
@@ -17,19 +19,33 @@ export async function getTenant(db: Db, slug: string): Promise<TenantRow | null>
   return rows[0] ?? null;
 }
 
-/** Create or replace, for a batch. A replaced tenant keeps its created_at. */
-export function putTenant(db: Db, row: TenantRow) {
+/** A tenant to write: `org` left out is no org. */
+export type NewTenant = Omit<TenantRow, "org"> & { readonly org?: string | null };
+
+/** Create or replace (every field, org included), for a batch. A replaced tenant keeps its created_at. */
+export function putTenant(db: Db, input: NewTenant) {
+  const row = { ...input, org: input.org ?? null };
   return db
     .insert(tenants)
     .values(row)
-    .onConflictDoUpdate({ target: tenants.slug, set: { limits: row.limits, quota: row.quota, updatedAt: row.updatedAt } });
+    .onConflictDoUpdate({ target: tenants.slug, set: { limits: row.limits, quota: row.quota, org: row.org, updatedAt: row.updatedAt } });
 }
 
-/** Sets the given fields of an existing tenant, for a batch. */
-export function updateTenant(db: Db, slug: string, fields: { limits?: string; quota?: string; updatedAt: number }) {
+/** Sets the given fields of an existing tenant, for a batch. `org: null` removes it from its org. */
+export function updateTenant(db: Db, slug: string, fields: { limits?: string; quota?: string; org?: string | null; updatedAt: number }) {
   return db.update(tenants).set(fields).where(eq(tenants.slug, slug));
 }
 
 export function deleteTenant(db: Db, slug: string) {
   return db.delete(tenants).where(eq(tenants.slug, slug));
+}
+
+/** Tenants in slug order after `afterSlug` (keyset paging), at most `limit`. */
+export function listTenants(db: Db, page: { afterSlug?: string | undefined; limit: number }): Promise<TenantRow[]> {
+  return db
+    .select()
+    .from(tenants)
+    .where(page.afterSlug === undefined ? undefined : gt(tenants.slug, page.afterSlug))
+    .orderBy(asc(tenants.slug))
+    .limit(page.limit);
 }

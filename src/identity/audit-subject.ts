@@ -1,17 +1,44 @@
-// How a caller appears in the audit log (issue 10 item 13). Key ids and
-// tenant slugs are public in the admin API and stay readable. Addresses,
-// networks and JWT subjects are personal data and guessable (there are only
-// 2^32 IPv4 addresses), so they are written as an HMAC under the
-// deployment's secret: the same caller always gets the same digest, and
-// nobody without the secret can find which caller it is.
+// How a caller appears in the audit log (DESIGN §10, issue 10 item 13):
+// addresses, networks and JWT subjects only as keyed digests, so the log
+// never holds a client's address and the digests cannot be reversed by
+// trying every address (2^32 for IPv4) without the deployment's secret. Key
+// ids and tenant slugs stay readable: the admin API shows them anyway.
+//
+// The HMAC key is derived from the deployment's key-check key (the HMAC key
+// of the `key_check_secret` setting, src/identity/api-key.ts) by signing a
+// label, so the two uses of the one secret never share inputs: a key check
+// is an HMAC of a `tg_…` key body, an audit subject an HMAC under another key.
+
 import { hmacBytes, toHex } from "../utils/crypto";
 
-/** Hex characters of the HMAC kept: 128 bits. */
-const DIGEST_CHARS = 32;
+const SUBJECT_KEY_LABEL = "tollgate audit-subject key v1";
 
-/** `key:<id>` and `tenant:<slug>` as they are; anything else as `hmac:<hex>`. */
+/** Prefix of a digested subject: `hmac:` and 64 lower-case hex characters. */
+export const DIGESTED_SUBJECT_PREFIX = "hmac:";
+
+/**
+ * The audit-subject key for a deployment, from its key-check HMAC key
+ * (KeyCheckLoader in src/cache/key-check.ts). Derive it
+ * once per isolate: one HMAC and one key import.
+ */
+export async function deriveAuditSubjectKey(keyCheckKey: CryptoKey): Promise<CryptoKey> {
+  const raw = await hmacBytes(keyCheckKey, SUBJECT_KEY_LABEL);
+  return crypto.subtle.importKey("raw", raw, { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
+}
+
+/** Caller keys whose text is public in the admin API, written as they are. */
+export function isReadableSubject(callerKey: string): boolean {
+  return callerKey.startsWith("key:") || callerKey.startsWith("tenant:");
+}
+
+/**
+ * The audit `subject` for a caller key or block target: `key:<id>` and
+ * `tenant:<slug>` unchanged; anything else (`ip:`, `net:`, `jwt:`) as
+ * `hmac:<hex HMAC-SHA256(key, callerKey)>`. Pass the canonical spelling
+ * (`ip:2001:db8:1:2::/64`, not a full IPv6 address), so one caller always
+ * gets one subject.
+ */
 export async function auditSubject(key: CryptoKey, callerKey: string): Promise<string> {
-  if (callerKey.startsWith("key:") || callerKey.startsWith("tenant:")) return callerKey;
-  // Domain-separated from the key-check tags made with the same secret.
-  return `hmac:${toHex(await hmacBytes(key, `audit-subject\n${callerKey}`)).slice(0, DIGEST_CHARS)}`;
+  if (isReadableSubject(callerKey)) return callerKey;
+  return DIGESTED_SUBJECT_PREFIX + toHex(await hmacBytes(key, callerKey));
 }

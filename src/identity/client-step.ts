@@ -20,6 +20,7 @@ export function clientAddress(options: ClientAddressOptions): (x: Exchange) => v
     // With no trusted proxy X-Forwarded-For is never read: one header fewer per request.
     const addr = resolveClient(headers.get("cf-connecting-ip"), noProxies ? null : headers.get("x-forwarded-for"), trusted);
     if (addr !== null) {
+      x.clientIp = addr;
       x.clientKey = canonicalKey(addr);
       x.clientAddress = addr.family === 4 ? x.clientKey : formatAddress(addr);
     }

@@ -15,6 +15,7 @@ import { type CredentialOutcome, type CredentialVerifier, verifyCredential } fro
 import { log } from "../log/logger";
 import { AUTH_FAILURE_CATEGORY, type AuthFailureGate, authFailuresResponse } from "./auth-gate";
 import type { Check, CheckResult } from "./check";
+import { blockedResponse } from "./blocks";
 import { noteRefusal } from "./sustained";
 import { keepAlive } from "../utils/wait-until";
 
@@ -39,7 +40,7 @@ function policyOf(x: Exchange, policy: PolicyCache, nowMs: number): PolicySnapsh
 
 function setAnonymous(x: Exchange, snapshot: PolicySnapshot): void {
   const callerKey = `ip:${x.clientKey}`;
-  x.caller = { kind: "anonymous", callerKey, override: snapshot.overrideFor(callerKey) };
+  x.caller = { kind: "anonymous", callerKey, override: snapshot.overrideFor(callerKey, x.startedAtMs) };
 }
 
 /**
@@ -68,14 +69,19 @@ export function authenticate(options: AuthenticateOptions): Check {
         const record = outcome.record;
         const callerKey = `key:${record.keyId}`;
         const snapshot = policyOf(x, policy, nowMs);
-        const set = (s: PolicySnapshot): null => {
+        const set = (s: PolicySnapshot): CheckResult => {
+          // A blocked tenant is known only once its key is (DESIGN §15): refused here, before any charge.
+          if (s.blockOf(`tenant:${record.tenant.slug}`, nowMs) !== null) {
+            const blocked = x.refuse("blocked", blockedResponse());
+            if (blocked !== null) return blocked;
+          }
           const caller: Caller = {
             kind: "key",
             keyId: record.keyId,
             callerKey,
             digest: record.digest,
             tenant: record.tenant,
-            override: s.overrideFor(callerKey),
+            override: s.overrideFor(callerKey, nowMs),
             keyLimits: record.keyLimits,
           };
           x.caller = caller;

@@ -2,9 +2,13 @@
 // before any other check (after the client address), charged nothing, never
 // forwarded. Countries come from the config (`blocked_countries`, matched
 // against request.cf.country); operator blocks come from the policy snapshot.
+import type { PolicyCache, PolicySnapshot } from "../cache/policy-cache";
 import type { Exchange } from "../context";
+import { database } from "../db/client";
 import { problem } from "../errors";
-import type { Check } from "./check";
+import { parseApiKey, readCredential } from "../identity/api-key";
+import { keepAlive } from "../utils/wait-until";
+import type { Check, CheckResult } from "./check";
 
 export function blockedResponse(): Response {
   return problem("blocked", { detail: "Requests from this caller are blocked by the operator." });
@@ -24,5 +28,38 @@ export function blockCountries(options: CountryBlockOptions): Check | null {
     const country = (x.request as Request<unknown, IncomingRequestCfProperties>).cf?.country;
     if (typeof country === "string" && countries.has(country)) return x.refuse("blocked", blockedResponse());
     return null;
+  };
+}
+
+export interface CallerBlockOptions {
+  readonly policy: PolicyCache;
+}
+
+function blockedBy(x: Exchange, snapshot: PolicySnapshot): CheckResult {
+  if (!snapshot.hasBlocks) return null;
+  const nowMs = x.startedAtMs;
+  let blocked = snapshot.blockOf(`ip:${x.clientKey}`, nowMs) ?? (x.clientIp === null ? null : snapshot.netBlockOf(x.clientIp, nowMs));
+  if (blocked === null) {
+    // A managed key names its id in clear: a blocked key is refused before any lookup.
+    const credential = readCredential(x.request.headers);
+    const key = credential === null ? null : parseApiKey(credential);
+    if (key !== null) blocked = snapshot.blockOf(`key:${key.id}`, nowMs);
+  }
+  return blocked === null ? null : x.refuse("blocked", blockedResponse());
+}
+
+/**
+ * Operator blocks of an address (`ip:`), a network (`net:`) or a managed key
+ * (`key:`), right after the client address and before any lookup or charge.
+ * Blocks of a tenant or a JWT caller are applied by the authenticate step,
+ * once the caller is known.
+ * @example const blocks = blockCallers({ policy: runtime.policy });
+ */
+export function blockCallers(options: CallerBlockOptions): Check {
+  const policy = options.policy;
+  return function callerBlockStep(x) {
+    const snapshot = policy.peek(x.startedAtMs);
+    if (snapshot !== undefined) return blockedBy(x, snapshot);
+    return policy.load(() => database(x.env.DB), x.startedAtMs, (work) => keepAlive(x.ctx, work)).then((s) => blockedBy(x, s));
   };
 }

@@ -32,13 +32,13 @@ export function noteRefusal(
     (async () => {
       try {
         const db = database(env.DB);
-        const key = await runtime.keyCheck.forWrite(db, nowMs);
+        const key = await runtime.keyCheck.auditKey(db, nowMs, true);
         await insertAuditEvent(db, {
           atMs: nowMs,
           kind,
           actor: "gateway",
           tenant,
-          subject: await auditSubject(key, subject),
+          subject: await auditSubject(key!, subject),
           detail: {
             category: event.category,
             count: event.count,

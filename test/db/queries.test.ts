@@ -32,6 +32,8 @@ describe("keys", () => {
       keyLimits: null,
       tenantLimits: '{"request":{"key":[{"count":5,"window_s":1}]}}',
       quota: '{"bytes":{"hard":100}}',
+      org: null,
+      orgQuota: null,
     });
     expect(await findKeyByDigest(db, unique("no-such-digest"))).toBeNull();
   });
@@ -67,7 +69,7 @@ describe("overrides", () => {
     const callerKey = `ip:${unique("addr")}`;
     await putOverride(db, { callerKey, limits: '{"request":[]}', updatedAt: 1 }).run();
     await putOverride(db, { callerKey, limits: '{"request":[{"count":1,"window_s":1}]}', updatedAt: 2 }).run();
-    expect(await getOverride(db, callerKey)).toEqual({ callerKey, limits: '{"request":[{"count":1,"window_s":1}]}', updatedAt: 2 });
+    expect(await getOverride(db, callerKey)).toEqual({ callerKey, limits: '{"request":[{"count":1,"window_s":1}]}', updatedAt: 2, expiresAt: null, reason: null });
     expect((await loadAllOverrides(db)).filter((r) => r.callerKey === callerKey)).toHaveLength(1);
   });
 

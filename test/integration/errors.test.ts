@@ -15,6 +15,7 @@ const EXPECTED: Record<ProblemCode, number> = {
   blocked: 403,
   tenant_unknown: 403,
   not_found: 404,
+  conflict: 409,
   length_required: 411,
   request_too_large: 413,
   rate_limited: 429,

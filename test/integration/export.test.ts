@@ -10,7 +10,11 @@ import { ADMIN_TOKEN, AUDITOR_TOKEN, adminCall, failingDb, testConfig } from "./
 
 const CONFIG = testConfig();
 const CRLF = "\r\n";
-const HEADER = `tenant,period,metric,value${CRLF}`;
+const HEADER = `tenant,period,metric,value,status${CRLF}`;
+/** The status cell of a finished month. */
+const FINAL = ',"final"';
+/** The status cell of the current month. */
+const PROVISIONAL = ',"provisional"';
 
 interface Row {
   tenant: string;
@@ -125,11 +129,12 @@ function parseCsv(input: string): ParsedField[][] {
 /** Parsed data records (header checked and dropped) as rows; asserts text cells quoted and values bare. */
 function rowsOf(csv: string): { tenant: string; period: string; metric: string; value: string }[] {
   const [header, ...records] = parseCsv(csv);
-  expect(header).toEqual(["tenant", "period", "metric", "value"].map((text) => ({ text, quoted: false })));
+  expect(header).toEqual(["tenant", "period", "metric", "value", "status"].map((text) => ({ text, quoted: false })));
   return records.map((fields) => {
-    expect(fields).toHaveLength(4);
-    expect(fields.map((f) => f.quoted)).toEqual([true, true, true, false]);
-    const [tenant, period, metric, value] = fields.map((f) => f.text) as [string, string, string, string];
+    expect(fields).toHaveLength(5);
+    expect(fields.map((f) => f.quoted)).toEqual([true, true, true, false, true]);
+    const [tenant, period, metric, value, status] = fields.map((f) => f.text) as [string, string, string, string, string];
+    expect(["final", "provisional"]).toContain(status);
     return { tenant, period, metric, value };
   });
 }
@@ -152,18 +157,18 @@ describe("usage export: output", () => {
     { tenant: "acme", period: "2001-03", metric: "requests", value: 1 },
   ];
   const GOLDEN_CSV =
-    "tenant,period,metric,value\r\n" +
-    '"acme","2001-01","bytes_in",4096\r\n' +
-    '"acme","2001-01","requests",120\r\n' +
-    '"globex","2001-01","requests",7\r\n' +
-    '"acme","2001-02","bytes_stored",1048576\r\n' +
-    '"globex","2001-02","requests",-5\r\n';
+    "tenant,period,metric,value,status\r\n" +
+    '"acme","2001-01","bytes_in",4096,"final"\r\n' +
+    '"acme","2001-01","requests",120,"final"\r\n' +
+    '"globex","2001-01","requests",7,"final"\r\n' +
+    '"acme","2001-02","bytes_stored",1048576,"final"\r\n' +
+    '"globex","2001-02","requests",-5,"final"\r\n';
   const GOLDEN_NDJSON =
-    '{"tenant":"acme","period":"2001-01","metric":"bytes_in","value":4096}\n' +
-    '{"tenant":"acme","period":"2001-01","metric":"requests","value":120}\n' +
-    '{"tenant":"globex","period":"2001-01","metric":"requests","value":7}\n' +
-    '{"tenant":"acme","period":"2001-02","metric":"bytes_stored","value":1048576}\n' +
-    '{"tenant":"globex","period":"2001-02","metric":"requests","value":-5}\n';
+    '{"tenant":"acme","period":"2001-01","metric":"bytes_in","value":4096,"status":"final"}\n' +
+    '{"tenant":"acme","period":"2001-01","metric":"requests","value":120,"status":"final"}\n' +
+    '{"tenant":"globex","period":"2001-01","metric":"requests","value":7,"status":"final"}\n' +
+    '{"tenant":"acme","period":"2001-02","metric":"bytes_stored","value":1048576,"status":"final"}\n' +
+    '{"tenant":"globex","period":"2001-02","metric":"requests","value":-5,"status":"final"}\n';
   let seeded = false;
   async function seedGolden(): Promise<void> {
     if (!seeded) await seed(golden);
@@ -223,10 +228,10 @@ describe("usage export: output", () => {
       { tenant: other, period: "2012-01", metric: "requests", value: 5 },
     ]);
     expect(await textOf(await exportCall(`?from=2012-01&to=2012-02&tenant=${mine}`))).toBe(
-      `${HEADER}"${mine}","2012-01","requests",3${CRLF}"${mine}","2012-02","requests",4${CRLF}`,
+      `${HEADER}"${mine}","2012-01","requests",3${FINAL}${CRLF}"${mine}","2012-02","requests",4${FINAL}${CRLF}`,
     );
     expect(await textOf(await exportCall(`?from=2012-01&to=2012-02&tenant=${mine}&format=ndjson`))).toBe(
-      `{"tenant":"${mine}","period":"2012-01","metric":"requests","value":3}\n{"tenant":"${mine}","period":"2012-02","metric":"requests","value":4}\n`,
+      `{"tenant":"${mine}","period":"2012-01","metric":"requests","value":3,"status":"final"}\n{"tenant":"${mine}","period":"2012-02","metric":"requests","value":4,"status":"final"}\n`,
     );
   });
 
@@ -240,12 +245,12 @@ describe("usage export: output", () => {
       { tenant, period: previous, metric: "requests", value: 10 },
     ]);
     const response = await exportCall(`?tenant=${tenant}`);
-    expect(await textOf(response)).toBe(`${HEADER}"${tenant}","${current}","requests",11${CRLF}`);
+    expect(await textOf(response)).toBe(`${HEADER}"${tenant}","${current}","requests",11${PROVISIONAL}${CRLF}`);
     expect(response.headers.get("content-disposition")).toBe(`attachment; filename="tollgate-usage-${current}-${current}.csv"`);
     // `to` alone is checked against the defaulted `from`.
-    expect(await textOf(await exportCall(`?tenant=${tenant}&from=${previous}`))).toBe(`${HEADER}"${tenant}","${previous}","requests",10${CRLF}`);
+    expect(await textOf(await exportCall(`?tenant=${tenant}&from=${previous}`))).toBe(`${HEADER}"${tenant}","${previous}","requests",10${FINAL}${CRLF}`);
     expect(await textOf(await exportCall(`?tenant=${tenant}&from=${previous}&to=${current}`))).toBe(
-      `${HEADER}"${tenant}","${previous}","requests",10${CRLF}"${tenant}","${current}","requests",11${CRLF}`,
+      `${HEADER}"${tenant}","${previous}","requests",10${FINAL}${CRLF}"${tenant}","${current}","requests",11${PROVISIONAL}${CRLF}`,
     );
   });
 
@@ -271,16 +276,16 @@ describe("usage export: formula injection (OWASP CSV injection)", () => {
     const csv = await textOf(await exportCall(`?from=${PERIOD}`));
 
     // The exact bytes of a few vectors, as a spreadsheet would receive them.
-    expect(csv).toContain(`"'=1+2"";=1+2","${PERIOD}","requests",-2${CRLF}`);
-    expect(csv).toContain(`"'+SUM(1)","${PERIOD}","requests",-2${CRLF}`);
-    expect(csv).toContain(`"'-2","${PERIOD}","requests",-2${CRLF}`);
-    expect(csv).toContain(`"'@A1","${PERIOD}","requests",-2${CRLF}`);
-    expect(csv).toContain(`"'\t=1","${PERIOD}","requests",-2${CRLF}`);
-    expect(csv).toContain(`"'\r=1","${PERIOD}","requests",-2${CRLF}`);
-    expect(csv).toContain(`"'\uFF1D1","${PERIOD}","requests",-2${CRLF}`);
-    expect(csv).toContain(`"'  =1","${PERIOD}","requests",-2${CRLF}`);
-    expect(csv).toContain(`"acme","${PERIOD}","'=1+2"";=1+2",3${CRLF}`);
-    expect(csv).toContain(`"acme","${PERIOD}","'-2",3${CRLF}`);
+    expect(csv).toContain(`"'=1+2"";=1+2","${PERIOD}","requests",-2${FINAL}${CRLF}`);
+    expect(csv).toContain(`"'+SUM(1)","${PERIOD}","requests",-2${FINAL}${CRLF}`);
+    expect(csv).toContain(`"'-2","${PERIOD}","requests",-2${FINAL}${CRLF}`);
+    expect(csv).toContain(`"'@A1","${PERIOD}","requests",-2${FINAL}${CRLF}`);
+    expect(csv).toContain(`"'\t=1","${PERIOD}","requests",-2${FINAL}${CRLF}`);
+    expect(csv).toContain(`"'\r=1","${PERIOD}","requests",-2${FINAL}${CRLF}`);
+    expect(csv).toContain(`"'\uFF1D1","${PERIOD}","requests",-2${FINAL}${CRLF}`);
+    expect(csv).toContain(`"'  =1","${PERIOD}","requests",-2${FINAL}${CRLF}`);
+    expect(csv).toContain(`"acme","${PERIOD}","'=1+2"";=1+2",3${FINAL}${CRLF}`);
+    expect(csv).toContain(`"acme","${PERIOD}","'-2",3${FINAL}${CRLF}`);
 
     // The round trip: a strict RFC 4180 parser gives back every cell, with the `'`.
     const rows = rowsOf(csv);
@@ -304,6 +309,51 @@ describe("usage export: formula injection (OWASP CSV injection)", () => {
   });
 });
 
+describe("usage export: status and adjustments", () => {
+  async function adjust(tenant: string, period: string, metric: string, value: number): Promise<void> {
+    await env.DB.prepare("insert into usage_adjustments (tenant, period, metric, value, attribution, created_at) values (?, ?, ?, ?, 'reconciliation', 1)")
+      .bind(tenant, period, metric, value)
+      .run();
+  }
+
+  it("marks the current UTC month provisional and finished months final, in both formats", async () => {
+    const tenant = unique("st");
+    const nowMs = Date.now();
+    const current = periodOf(nowMs);
+    const previous = periodOf(Date.UTC(new Date(nowMs).getUTCFullYear(), new Date(nowMs).getUTCMonth() - 1, 15));
+    await seed([
+      { tenant, period: previous, metric: "bytes_stored", value: 5 },
+      { tenant, period: current, metric: "bytes_stored", value: 6 },
+    ]);
+    expect(await textOf(await exportCall(`?tenant=${tenant}&from=${previous}&to=${current}`))).toBe(
+      `${HEADER}"${tenant}","${previous}","bytes_stored",5,"final"${CRLF}"${tenant}","${current}","bytes_stored",6,"provisional"${CRLF}`,
+    );
+    const ndjson = (await textOf(await exportCall(`?tenant=${tenant}&from=${previous}&to=${current}&format=ndjson`))).trim().split("\n").map((l) => JSON.parse(l) as { status: string });
+    expect(ndjson.map((o) => o.status)).toEqual(["final", "provisional"]);
+  });
+
+  it("adds a month's adjustments into its figure, including a key that has only adjustments", async () => {
+    const [a, b] = [unique("adj"), unique("adj")].sort() as [string, string];
+    await seed([
+      { tenant: a, period: "2016-03", metric: "bytes_stored", value: 1000 },
+      { tenant: a, period: "2016-03", metric: "requests", value: 7 },
+      { tenant: a, period: "2016-04", metric: "bytes_stored", value: 10 },
+    ]);
+    await adjust(a, "2016-03", "bytes_stored", -300);
+    await adjust(a, "2016-03", "bytes_stored", 50);
+    await adjust(b, "2016-03", "bytes_stored", 42);
+    await adjust(a, "2016-05", "bytes_stored", 1);
+    expect(await textOf(await exportCall(`?from=2016-03&to=2016-04`))).toBe(
+      HEADER +
+        `"${a}","2016-03","bytes_stored",750,"final"${CRLF}` +
+        `"${a}","2016-03","requests",7,"final"${CRLF}` +
+        `"${b}","2016-03","bytes_stored",42,"final"${CRLF}` +
+        `"${a}","2016-04","bytes_stored",10,"final"${CRLF}`,
+    );
+    expect(await textOf(await exportCall(`?from=2016-03&tenant=${b}&format=ndjson`))).toBe(`{"tenant":"${b}","period":"2016-03","metric":"bytes_stored","value":42,"status":"final"}\n`);
+  });
+});
+
 describe("usage export: paging and the row cap", () => {
   it("reads every page: 25,001 rows come back complete, in order, each once", async () => {
     await seedBulk("2301-01", "pg", 25_001);
@@ -311,8 +361,9 @@ describe("usage export: paging and the row cap", () => {
     const lines = csv.split(CRLF);
     expect(lines.pop()).toBe("");
     expect(lines).toHaveLength(25_002);
-    expect(lines[1]).toBe('"pg-000001","2301-01","requests",1');
-    expect(lines[25_001]).toBe('"pg-025001","2301-01","requests",25001');
+    // A month after the current one is not finished either.
+    expect(lines[1]).toBe('"pg-000001","2301-01","requests",1,"provisional"');
+    expect(lines[25_001]).toBe('"pg-025001","2301-01","requests",25001,"provisional"');
     for (let i = 2; i < lines.length; i++) expect((lines[i - 1] as string) < (lines[i] as string)).toBe(true);
   });
 
@@ -323,7 +374,7 @@ describe("usage export: paging and the row cap", () => {
     expect(response.headers.get("content-disposition")).toBeNull();
     expect((await problemOf(response)).code).toBe("admin_unavailable");
     // The same binding serves a one-page export: the failure above was the second page's.
-    expect(await textOf(await exportCall("?from=2302-01&tenant=half-000001", ADMIN_TOKEN, dbFailingAfter(1)))).toBe(`${HEADER}"half-000001","2302-01","requests",1${CRLF}`);
+    expect(await textOf(await exportCall("?from=2302-01&tenant=half-000001", ADMIN_TOKEN, dbFailingAfter(1)))).toBe(`${HEADER}"half-000001","2302-01","requests",1${PROVISIONAL}${CRLF}`);
   });
 
   it("refuses more than 250,000 rows with 400 naming `to` and a hint to narrow the range", async () => {
@@ -335,7 +386,7 @@ describe("usage export: paging and the row cap", () => {
     expect(body).toMatchObject({ code: "invalid_request", field: "to", max_rows: 250_000 });
     expect(String(body.hint)).toMatch(/tenant=/);
     // One tenant of that month still exports.
-    expect(await textOf(await exportCall("?from=2303-01&tenant=cap-000007"))).toBe(`${HEADER}"cap-000007","2303-01","requests",7${CRLF}`);
+    expect(await textOf(await exportCall("?from=2303-01&tenant=cap-000007"))).toBe(`${HEADER}"cap-000007","2303-01","requests",7${PROVISIONAL}${CRLF}`);
   });
 });
 
@@ -382,7 +433,7 @@ describe("usage export: who may read it", () => {
   it("lets the auditor token export", async () => {
     const tenant = unique("aud");
     await seed([{ tenant, period: "2015-05", metric: "requests", value: 9 }]);
-    expect(await textOf(await exportCall(`?from=2015-05&tenant=${tenant}`, AUDITOR_TOKEN))).toBe(`${HEADER}"${tenant}","2015-05","requests",9${CRLF}`);
+    expect(await textOf(await exportCall(`?from=2015-05&tenant=${tenant}`, AUDITOR_TOKEN))).toBe(`${HEADER}"${tenant}","2015-05","requests",9${FINAL}${CRLF}`);
   });
 
   it("refuses a request with no token or a wrong one with 401", async () => {

@@ -12,9 +12,9 @@ describe("the hot path", () => {
     const minted = await mintKey(CONFIG, tenant);
     const { db, counts } = countingDb();
     const ip = uniqueIp();
-    // The first request loads the key and the override snapshot.
+    // The first request loads the key (one query) and the policy snapshot (overrides and blocks, one batch).
     expect((await keyedCall(minted.key, "/hot", CONFIG, { db, ip })).status).toBe(200);
-    expect(counts).toEqual({ prepare: 2, batch: 0, exec: 0 });
+    expect(counts).toEqual({ prepare: 3, batch: 1, exec: 0 });
 
     const before = { ...counts };
     for (let i = 0; i < 1_000; i++) {

@@ -119,7 +119,7 @@ describe("audit of sustained limiting", () => {
     const detail = JSON.parse(events[0]!.detail) as Record<string, unknown>;
     expect(detail).toMatchObject({ category: "request", count: 101, threshold: 100, window_s: windowS });
     // An address is written as a keyed digest, never as itself or a plain hash of it.
-    expect(events[0]!.subject).toMatch(/^hmac:[0-9a-f]{32}$/);
+    expect(events[0]!.subject).toMatch(/^hmac:[0-9a-f]{64}$/);
     expect(JSON.stringify(events)).not.toContain(ip);
     // The last millisecond of the same window adds nothing; the next window reports again, with the same digest.
     gateway.clock.nowMs += windowMs - 2;

@@ -1,0 +1,79 @@
+// The OpenAPI paths of the caller-operation, org, tenant-listing and
+// reconciliation calls (DESIGN §15, §16).
+import { MAX_CALLER_KEY_CHARS } from "./caller-keys";
+import { DEFAULT_PAGE, DEFAULT_RECONCILE_PAGE, MAX_PAGE, MAX_RECONCILE_PAGE } from "./operation-schemas";
+import { COMMON_ERRORS, type Json, jsonContent, op, pageParams, problemResponse, ref, WRITE_ERRORS } from "./openapi-parts";
+import { TENANT_SLUG } from "./schemas";
+
+const callerKeyParam: Json = {
+  name: "caller_key",
+  in: "path",
+  required: true,
+  description:
+    "`ip:<address>` (an IPv6 address stands for its /64; URL-encode the `/` of `/64`), `key:<id>` or `jwt:<64 lower-case hex>`. `tenant:` is refused: set a tenant's own limits, or block it.",
+  schema: { type: "string", maxLength: MAX_CALLER_KEY_CHARS },
+};
+const orgParam: Json = { name: "org", in: "path", required: true, schema: { type: "string", pattern: TENANT_SLUG.source } };
+const blockIdParam: Json = { name: "id", in: "path", required: true, schema: { type: "integer", minimum: 1 } };
+const deleted = (props: Json): Json => ({ description: "deleted", content: jsonContent({ type: "object", properties: { ...props, deleted: { type: "boolean" } } }) });
+
+export function operationPaths(): Json {
+  return {
+    "/tenants": {
+      get: op("Tenants in slug order, with their org", { "200": { description: "a page", content: jsonContent(ref("TenantPage")) }, "400": problemResponse("invalid_request"), ...COMMON_ERRORS }, { parameters: pageParams("a tenant slug", MAX_PAGE, DEFAULT_PAGE) }),
+    },
+    "/overrides": {
+      get: op("Caller overrides in caller-key order, with `active` (false once expired)", { "200": { description: "a page", content: jsonContent(ref("OverridePage")) }, "400": problemResponse("invalid_request"), ...COMMON_ERRORS }, { parameters: pageParams("a caller key", MAX_PAGE, DEFAULT_PAGE) }),
+    },
+    "/overrides/{caller_key}": {
+      parameters: [callerKeyParam],
+      get: op("One caller override", { "200": { description: "the override", content: jsonContent(ref("Override")) }, "404": problemResponse("not_found"), ...COMMON_ERRORS }),
+      put: op(
+        "Set a caller override, optionally until `expires_at` (which must be in the future); it replaces limits, expiry and reason together",
+        { "200": { description: "replaced", content: jsonContent(ref("Override")) }, "201": { description: "created", content: jsonContent(ref("Override")) }, ...WRITE_ERRORS },
+        { requestBody: { required: true, content: jsonContent(ref("OverrideBody")) } },
+      ),
+      delete: op("Remove a caller override", { "200": deleted({ caller_key: { type: "string" } }), "404": problemResponse("not_found"), ...WRITE_ERRORS }),
+    },
+    "/blocks": {
+      get: op("Blocks in creation order, with `active` (false once expired)", { "200": { description: "a page", content: jsonContent(ref("BlockPage")) }, "400": problemResponse("invalid_request"), ...COMMON_ERRORS }, { parameters: pageParams("a block id", MAX_PAGE, DEFAULT_PAGE) }),
+      post: op(
+        "Block a caller, tenant or network (403 `blocked` at the gateway), optionally until `expires_at`. Blocking a target that has a block replaces its expiry and reason (200, same id).",
+        {
+          "201": { description: "created", content: jsonContent(ref("Block")) },
+          "200": { description: "the target's block, replaced", content: jsonContent(ref("Block")) },
+          ...WRITE_ERRORS,
+          "400": problemResponse("invalid_request: `field` is `target` (not a valid target), `expires_at` (malformed or not in the future) or `reason`"),
+        },
+        { requestBody: { required: true, content: jsonContent(ref("BlockBody")) } },
+      ),
+    },
+    "/blocks/{id}": {
+      parameters: [blockIdParam],
+      get: op("One block", { "200": { description: "the block", content: jsonContent(ref("Block")) }, "404": problemResponse("not_found"), ...COMMON_ERRORS }),
+      delete: op("Remove a block", { "200": deleted({ id: { type: "integer" }, target: { type: "string" } }), "404": problemResponse("not_found"), ...WRITE_ERRORS }),
+    },
+    "/orgs": {
+      get: op("Orgs in slug order, with their tenant counts", { "200": { description: "a page", content: jsonContent(ref("OrgPage")) }, "400": problemResponse("invalid_request"), ...COMMON_ERRORS }, { parameters: pageParams("an org slug", MAX_PAGE, DEFAULT_PAGE) }),
+    },
+    "/orgs/{org}": {
+      parameters: [orgParam],
+      put: op("Create or replace an org and its quota", { "200": { description: "replaced", content: jsonContent(ref("Org")) }, "201": { description: "created", content: jsonContent(ref("Org")) }, ...WRITE_ERRORS }, { requestBody: { content: jsonContent(ref("OrgBody")) } }),
+      get: op("An org with its tenants and their quota usage summed (null when a quota object does not answer, or the org has more than 500 tenants)", { "200": { description: "the org", content: jsonContent(ref("Org")) }, "404": problemResponse("not_found"), ...COMMON_ERRORS }),
+      delete: op("Delete an org that no tenant names", { "200": deleted({ org: { type: "string" } }), "404": problemResponse("not_found"), "409": problemResponse("conflict: tenants still name the org (`tenants` says how many)"), ...WRITE_ERRORS }),
+    },
+    "/usage/reconcile": {
+      post: op(
+        "Compare each tenant's metered bytes_stored (every month, plus adjustments) with its quota object's bytes and report the drift; with apply=true, append one adjustment (attribution `reconciliation`, this UTC month) per drifting tenant, audited. A page of tenants per call: follow `next_cursor`.",
+        { "200": { description: "the report", content: jsonContent(ref("ReconcileReport")) }, ...WRITE_ERRORS },
+        {
+          parameters: [
+            { name: "apply", in: "query", schema: { type: "string", enum: ["true", "false"], default: "false" } },
+            { name: "tenant", in: "query", description: "only this tenant", schema: { type: "string", pattern: TENANT_SLUG.source } },
+            ...pageParams("a tenant slug", MAX_RECONCILE_PAGE, DEFAULT_RECONCILE_PAGE),
+          ],
+        },
+      ),
+    },
+  };
+}

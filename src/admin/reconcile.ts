@@ -1,0 +1,102 @@
+// POST /usage/reconcile[?apply=true] (DESIGN §16): each tenant's metered
+// `bytes_stored` over its whole history (every usage_monthly row of the
+// metric plus every adjustment) against its quota object's committed bytes,
+// which are the truth (the object changes its counter in the same
+// transaction as the owner records). The report lists the tenants that
+// drift; `apply=true` appends one usage_adjustments row per drifting tenant
+// (attribution `reconciliation`, in the current UTC month), with an audit
+// event in the same transaction. Nothing is ever rewritten, and the append
+// happens only if the metered total is still what was compared, so a second
+// run — concurrent or later — finds no drift instead of correcting twice.
+//
+// Tenants are checked a page at a time (`cursor`, `limit`): each is one
+// quota-object call, and one invocation may make only so many.
+import type { Hono } from "hono";
+import { insertAuditEventWhere } from "../db/audit";
+import { database } from "../db/client";
+import { appendAdjustmentIfUnchanged, type MeteredTotal, meteredTotalIs, meteredTotals, RECONCILIATION } from "../db/usage-adjustments";
+import { periodOf } from "../db/usage-monthly";
+import type { AdminEnv } from "./admin-env";
+import { DEFAULT_RECONCILE_PAGE, reconcileQuerySchema } from "./operation-schemas";
+import { stored } from "./storage";
+import { liveQuotaUsage } from "./usage";
+import { validate } from "./validate";
+
+const METRIC = "bytes_stored";
+/** Quota objects asked at once. */
+const FAN_OUT = 50;
+
+type Status = "drift" | "adjusted" | "changed" | "unavailable";
+
+interface Entry {
+  tenant: string;
+  status: Status;
+  metered_bytes: number;
+  quota_bytes: number | null;
+  drift_bytes: number | null;
+}
+
+async function compare(env: AdminEnv["Bindings"], totals: readonly MeteredTotal[]): Promise<Entry[]> {
+  const entries: Entry[] = [];
+  for (let i = 0; i < totals.length; i += FAN_OUT) {
+    const chunk = totals.slice(i, i + FAN_OUT);
+    const usages = await Promise.all(chunk.map((t) => liveQuotaUsage(env, t.tenant)));
+    chunk.forEach((t, j) => {
+      const usage = usages[j] ?? null;
+      if (usage === null) entries.push({ tenant: t.tenant, status: "unavailable", metered_bytes: t.metered, quota_bytes: null, drift_bytes: null });
+      else entries.push({ tenant: t.tenant, status: "drift", metered_bytes: t.metered, quota_bytes: usage.bytes, drift_bytes: usage.bytes - t.metered });
+    });
+  }
+  return entries;
+}
+
+export function registerReconcileRoutes(app: Hono<AdminEnv>): void {
+  app.post("/usage/reconcile", async (c) => {
+    const query = validate(reconcileQuerySchema, c.req.query(), "");
+    if (!query.ok) return query.response;
+    const apply = query.value.apply === "true";
+    const limit = query.value.limit ?? DEFAULT_RECONCILE_PAGE;
+    const db = database(c.env.DB);
+    // One more than a page tells whether another follows.
+    const totals = await stored(() => meteredTotals(db, { metric: METRIC, afterSlug: query.value.cursor, tenant: query.value.tenant, limit: limit + 1 }));
+    const page = totals.slice(0, limit);
+    const last = page[page.length - 1];
+    const nextCursor = totals.length > limit && last !== undefined ? last.tenant : null;
+
+    const compared = await compare(c.env, page);
+    const reported = compared.filter((e) => e.status === "unavailable" || e.drift_bytes !== 0);
+    if (apply) {
+      const nowMs = Date.now();
+      const period = periodOf(nowMs);
+      const drifting = reported.filter((e) => e.status === "drift");
+      const statements = drifting.flatMap((e) => {
+        const drift = e.drift_bytes as number;
+        const unchanged = meteredTotalIs(e.tenant, METRIC, e.metered_bytes);
+        return [
+          insertAuditEventWhere(
+            db,
+            { atMs: nowMs, kind: "usage_reconciled", actor: "admin", tenant: e.tenant, subject: null, detail: { metric: METRIC, period, metered_bytes: e.metered_bytes, quota_bytes: e.quota_bytes, adjustment: drift, attribution: RECONCILIATION } },
+            unchanged,
+          ),
+          appendAdjustmentIfUnchanged(db, { tenant: e.tenant, period, metric: METRIC, value: drift, attribution: RECONCILIATION, createdAtMs: nowMs }, e.metered_bytes),
+        ];
+      });
+      const [first, ...rest] = statements;
+      if (first !== undefined) {
+        const results = await stored(() => db.batch([first, ...rest]));
+        // Each tenant's pair is (audit, adjustment); the adjustment's changes say whether it was written.
+        drifting.forEach((e, i) => {
+          e.status = results[2 * i + 1]?.meta.changes === 1 ? "adjusted" : "changed";
+        });
+      }
+    }
+    return c.json({
+      metric: METRIC,
+      apply,
+      checked: page.length,
+      drifting: compared.filter((e) => e.status !== "unavailable" && e.drift_bytes !== 0).length,
+      tenants: reported,
+      next_cursor: nextCursor,
+    });
+  });
+}
