@@ -13,6 +13,7 @@
 // `--env-file` also keeps a developer's own .dev.vars out of the run.
 import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
+import { rmSync } from "node:fs";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
@@ -130,9 +131,11 @@ export async function startGateway(options: { timeoutMs?: number; tollgate?: Rea
   const stateDir = await mkdtemp(join(tmpdir(), "tollgate-e2e-"));
   let origin: Origin | undefined;
   let wrangler: ChildProcess | undefined;
-  // If the test runner exits without calling stop(), wrangler must not outlive it.
+  // If the test runner exits without calling stop() (Ctrl-C), wrangler must
+  // not outlive it, nor its state directory.
   const onExit = () => {
     if (wrangler !== undefined) killGroup(wrangler, "SIGKILL");
+    rmSync(stateDir, { recursive: true, force: true });
   };
   process.once("exit", onExit);
 
