@@ -4,6 +4,7 @@ import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { main } from "../../src/cli/main.mjs";
 import { gateway } from "./fixture";
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
@@ -34,6 +35,23 @@ export function runCli(args: readonly string[], options: { env?: Record<string, 
     child.once("error", reject);
     child.once("close", (code) => resolve({ code, stdout, stderr }));
   });
+}
+
+/**
+ * The same command line through `main()` inside the test process: for sweeps
+ * over many commands (each --help), where a process apiece would only time
+ * node's start-up again. Everything else runs the bin as a child process.
+ */
+export async function runCliInProcess(args: readonly string[], env: Record<string, string> = {}): Promise<CliResult> {
+  let stdout = "";
+  let stderr = "";
+  const code = await main(args, {
+    env,
+    out: (text) => void (stdout += text),
+    err: (text) => void (stderr += text),
+    nowMs: () => Date.now(),
+  });
+  return { code, stdout, stderr };
 }
 
 /** The environment that points the CLI at the e2e gateway with a token (admin by default). */

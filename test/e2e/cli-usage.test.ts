@@ -1,9 +1,10 @@
-// The CLI's command line: --help and --version on every command, and every
-// kind of usage error — exit 2, one line on stderr, no stack trace, and
-// nothing sent to the gateway (a fake admin API records what arrives).
+// The CLI's command line: --help on every command (swept in-process through
+// main(); the bin runs in every other test), --version, and every kind of
+// usage error — exit 2, one line on stderr, no stack trace, and nothing sent
+// to the gateway (a fake admin API records what arrives).
 import { readFileSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type CliResult, runCli } from "./cli-run";
+import { type CliResult, runCli, runCliInProcess } from "./cli-run";
 import { type FakeAdmin, startFakeAdmin } from "./fake-admin";
 
 const VERSION = (JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version: string }).version;
@@ -40,9 +41,9 @@ async function commandPaths(): Promise<string[][]> {
       .filter((name): name is string => name !== undefined && name !== "help");
   };
   const paths: string[][] = [[]];
-  for (const group of names((await runCli(["--help"])).stdout)) {
+  for (const group of names((await runCliInProcess(["--help"])).stdout)) {
     paths.push([group]);
-    for (const sub of names((await runCli([group, "--help"])).stdout)) paths.push([group, sub]);
+    for (const sub of names((await runCliInProcess([group, "--help"])).stdout)) paths.push([group, sub]);
   }
   return paths;
 }
@@ -62,14 +63,23 @@ describe("tollgate --help", () => {
         "explain", "usage export", "usage reconcile",
       ]),
     );
-    const results = await Promise.all(paths.map((path) => runCli([...path, "--help"])));
-    results.forEach((result, i) => {
-      const path = ["tollgate", ...(paths[i] ?? [])].join(" ");
-      expect(result.code, path).toBe(0);
-      expect(result.stderr, path).toBe("");
-      expect(result.stdout, path).toMatch(new RegExp(`^Usage: ${path} `));
-      expect(result.stdout, path).toContain("--json");
-    });
+    for (const path of paths) {
+      const result = await runCliInProcess([...path, "--help"]);
+      const name = ["tollgate", ...path].join(" ");
+      expect(result.code, name).toBe(0);
+      expect(result.stderr, name).toBe("");
+      expect(result.stdout, name).toMatch(new RegExp(`^Usage: ${name} `));
+      expect(result.stdout, name).toContain("--json");
+    }
+  });
+
+  it("prints --help through the bin on stdout with exit 0", async () => {
+    const result = await runCli(["tenants", "put", "--help"]);
+    expect(result.code).toBe(0);
+    expect(result.stderr).toBe("");
+    expect(result.stdout).toMatch(/^Usage: tollgate tenants put \[options\] <tenant>\n/);
+    expect(result.stdout).toContain("--limits <json>");
+    expect(result.stdout).toContain("--body <json>");
   });
 
   it("prints the package version for --version", async () => {

@@ -19,7 +19,6 @@ import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-// @ts-expect-error -- plain .mjs script shared with `npm start`
 import { startOrigin } from "../../scripts/origin.mjs";
 
 /** What a test needs to reach the running gateway. */
@@ -111,8 +110,9 @@ async function tollgateConfig(overrides: Readonly<Record<string, unknown>>): Pro
   return JSON.stringify({ ...base, ...overrides });
 }
 
+/** Signals wrangler's whole group (workerd included), even when wrangler itself has already exited. */
 function killGroup(child: ChildProcess, signal: NodeJS.Signals): void {
-  if (child.pid === undefined || child.exitCode !== null || child.signalCode !== null) return;
+  if (child.pid === undefined) return;
   try {
     process.kill(-child.pid, signal);
   } catch {
@@ -149,6 +149,8 @@ export async function startGateway(options: { timeoutMs?: number; tollgate?: Rea
       const timer = setTimeout(() => wrangler !== undefined && killGroup(wrangler, "SIGKILL"), STOP_GRACE_MS);
       await gone;
       clearTimeout(timer);
+      // Anything of the group still alive once wrangler is gone (ESRCH is ignored).
+      killGroup(wrangler, "SIGKILL");
     }
     process.off("exit", onExit);
     await origin?.close();
