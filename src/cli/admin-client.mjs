@@ -121,6 +121,8 @@ export class AdminClient {
    */
   async json(method, path, options = {}) {
     const res = await this.call(method, path, options);
+    // A 204 (or an empty 200) is success with nothing to show.
+    if (res.text.trim() === "") return { status: res.status, body: {} };
     let body;
     try {
       body = /** @type {unknown} */ (JSON.parse(res.text));

@@ -177,6 +177,11 @@ describe("blocks (POST/GET /blocks, DELETE /blocks/{id})", () => {
     expect(tableRows(result.stdout).map((row) => row.slice(0, 3))).toEqual([["blk1", "tenant:acme", "true"], ["blk2", "jwt:ab12", "false"]]);
   });
 
+  it("rm takes a 204 with no body as done", async () => {
+    route = () => ({ status: 204, body: "" });
+    expect(await cli("blocks", "rm", "blk9")).toMatchObject({ code: 0, stdout: "Removed block blk9.\n" });
+  });
+
   it("rm deletes by id", async () => {
     route = () => ({ body: { id: "blk1", deleted: true } });
     expect(await cli("blocks", "rm", "blk1")).toMatchObject({ code: 0, stdout: "Removed block blk1.\n" });

@@ -54,8 +54,9 @@ export function registerKeyCommands(program, runtime) {
     .argument("<tenant>", "tenant slug")
     .action(async (/** @type {string} */ tenant, /** @type {{}} */ _options, /** @type {Command} */ command) => {
       const { client, output } = session(command, runtime);
-      const { body } = await client.json("GET", `/tenants/${segment(tenant, "tenant")}/keys`);
-      if (output.json) return printJson(output, body);
+      // Not paged today (DESIGN §8); following next_cursor costs nothing if it ever is.
+      const list = await client.listAll(`/tenants/${segment(tenant, "tenant")}/keys`, "keys");
+      if (output.json) return printJson(output, { keys: list, next_cursor: null });
       printTable(
         output,
         [
@@ -68,7 +69,7 @@ export function registerKeyCommands(program, runtime) {
           ["last used", (k) => k.last_used_at],
           ["uses", (k) => k.use_count],
         ],
-        records(body.keys),
+        records(list),
         "No keys.",
       );
     });
