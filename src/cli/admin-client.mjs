@@ -1,0 +1,178 @@
+// @ts-check
+// The CLI's only way out: HTTP calls to the admin API (DESIGN §8). A refusal
+// (problem+json) becomes a CliError carrying its `code` and `detail` on one
+// line; so does a network failure. Nothing here prints.
+import { oneLine, refusedError, usageError } from "./cli-error.mjs";
+
+export const ADMIN_PREFIX = "/_tollgate/admin/v1";
+/** One call's budget, connection to last byte; an export of 250,000 rows fits. */
+const REQUEST_TIMEOUT_MS = 60_000;
+/** Pages followed by one listing before it gives up (a cursor that never ends). */
+const MAX_PAGES = 10_000;
+
+/**
+ * @typedef {object} AdminResponse
+ * @property {number} status
+ * @property {Headers} headers
+ * @property {string} text the body as received
+ */
+
+/**
+ * @typedef {object} CallOptions
+ * @property {Record<string, string | undefined>} [query] entries left undefined are not sent
+ * @property {unknown} [body] sent as JSON
+ */
+
+/**
+ * The admin API's base: the gateway URL given (`https://gw.example.com`) plus
+ * /_tollgate/admin/v1, unless it already ends with that.
+ * @param {string | undefined} url
+ */
+export function adminBaseUrl(url) {
+  if (url === undefined || url.trim() === "") throw usageError("no gateway URL: set TOLLGATE_URL or pass --url");
+  let parsed;
+  try {
+    parsed = new URL(url.trim());
+  } catch {
+    throw usageError(`--url: not a URL: ${url}`);
+  }
+  if (parsed.protocol !== "http:" && parsed.protocol !== "https:") throw usageError(`--url: must be http:// or https://, not ${parsed.protocol}`);
+  if (parsed.search !== "" || parsed.hash !== "") throw usageError("--url: must not have a query or fragment");
+  const path = parsed.pathname.replace(/\/+$/, "");
+  parsed.pathname = path.endsWith(ADMIN_PREFIX) ? path : `${path}${ADMIN_PREFIX}`;
+  return parsed.toString();
+}
+
+/**
+ * `code (status): detail` from a problem+json body, or a plain description
+ * of a non-problem answer. Never the whole body: it could be a page of HTML.
+ * @param {number} status
+ * @param {string} text
+ */
+export function describeRefusal(status, text) {
+  try {
+    const problem = /** @type {unknown} */ (JSON.parse(text));
+    if (typeof problem === "object" && problem !== null && "code" in problem && typeof problem.code === "string") {
+      const detail = "detail" in problem && typeof problem.detail === "string" ? problem.detail : "";
+      return oneLine(`${problem.code} (${status})${detail === "" ? "" : `: ${detail}`}`);
+    }
+  } catch {
+    // not JSON: described below
+  }
+  return `the gateway answered HTTP ${status} without a problem+json body`;
+}
+
+/** @param {unknown} error */
+function networkReason(error) {
+  if (error instanceof Error && error.name === "TimeoutError") return `no answer within ${REQUEST_TIMEOUT_MS / 1000} s`;
+  const cause = error instanceof Error ? error.cause : undefined;
+  if (typeof cause === "object" && cause !== null && "code" in cause && typeof cause.code === "string") return cause.code;
+  if (cause instanceof Error) return cause.message;
+  return error instanceof Error ? error.message : String(error);
+}
+
+export class AdminClient {
+  /**
+   * @param {{ url: string | undefined, token: string | undefined }} target
+   */
+  constructor(target) {
+    this.baseUrl = adminBaseUrl(target.url);
+    const token = target.token?.trim();
+    if (token === undefined || token === "") throw usageError("no admin token: set TOLLGATE_ADMIN_TOKEN or pass --token");
+    this.token = token;
+  }
+
+  /**
+   * One call; any answer that is not 2xx is thrown as a refusal (exit 1).
+   * @param {string} method
+   * @param {string} path below the admin prefix, each variable segment already encoded
+   * @param {CallOptions} [options]
+   * @returns {Promise<AdminResponse>}
+   */
+  async call(method, path, options = {}) {
+    const url = new URL(`${this.baseUrl}${path}`);
+    for (const [name, value] of Object.entries(options.query ?? {})) if (value !== undefined) url.searchParams.set(name, value);
+    /** @type {Record<string, string>} */
+    const headers = { authorization: `Bearer ${this.token}`, accept: "application/json" };
+    if (options.body !== undefined) headers["content-type"] = "application/json";
+    let res;
+    let text;
+    try {
+      res = await fetch(url, {
+        method,
+        headers,
+        body: options.body === undefined ? undefined : JSON.stringify(options.body),
+        signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
+      });
+      text = await res.text();
+    } catch (error) {
+      throw refusedError(`could not reach ${url.origin}: ${oneLine(networkReason(error))}`);
+    }
+    if (!res.ok) throw refusedError(describeRefusal(res.status, text));
+    return { status: res.status, headers: res.headers, text };
+  }
+
+  /**
+   * A call whose answer is a JSON object.
+   * @param {string} method
+   * @param {string} path
+   * @param {CallOptions} [options]
+   * @returns {Promise<{ status: number, body: Record<string, unknown> }>}
+   */
+  async json(method, path, options = {}) {
+    const res = await this.call(method, path, options);
+    // A 204 (or an empty 200) is success with nothing to show.
+    if (res.text.trim() === "") return { status: res.status, body: {} };
+    let body;
+    try {
+      body = /** @type {unknown} */ (JSON.parse(res.text));
+    } catch {
+      throw refusedError(`${method} ${path}: the gateway's answer is not JSON`);
+    }
+    if (typeof body !== "object" || body === null || Array.isArray(body)) throw refusedError(`${method} ${path}: the gateway's answer is not a JSON object`);
+    return { status: res.status, body: /** @type {Record<string, unknown>} */ (body) };
+  }
+
+  /**
+   * Every item of a paged listing (`{<field>: [...], next_cursor}`), following
+   * `next_cursor` until it is null or absent.
+   * @param {string} path
+   * @param {string} field
+   * @returns {Promise<unknown[]>}
+   */
+  async listAll(path, field) {
+    /** @type {unknown[]} */
+    const items = [];
+    /** @type {string | undefined} */
+    let cursor;
+    const seen = new Set();
+    for (let page = 0; page < MAX_PAGES; page += 1) {
+      const { body } = await this.json("GET", path, { query: { cursor } });
+      const list = body[field];
+      if (!Array.isArray(list)) throw refusedError(`GET ${path}: the answer has no "${field}" list`);
+      items.push(...list);
+      const next = body.next_cursor;
+      if (next === null || next === undefined || next === "") return items;
+      if (typeof next !== "string" || seen.has(next)) throw refusedError(`GET ${path}: the gateway sent a bad next_cursor`);
+      seen.add(next);
+      cursor = next;
+    }
+    throw refusedError(`GET ${path}: more than ${MAX_PAGES} pages`);
+  }
+}
+
+/**
+ * One path segment from an argument (a tenant, id, caller key), so that no
+ * argument can reach another path: everything is percent-encoded except `:`,
+ * and `.`/`..` (which URL parsing would resolve) are refused. A caller key's
+ * network suffix (`ip:2001:db8:1:2::/64`) keeps its slash, as the API's own
+ * examples write it.
+ * @param {string} value
+ * @param {string} name what the argument is, for the error
+ */
+export function segment(value, name) {
+  if (value === "" || value === "." || value === "..") throw usageError(`${name}: not a valid value: '${value}'`);
+  const network = /^([a-z]+:[^/]+)\/(\d{1,3})$/.exec(value);
+  const encode = (/** @type {string} */ part) => encodeURIComponent(part).replace(/%3A/gi, ":");
+  return network === null ? encode(value) : `${encode(network[1] ?? "")}/${network[2]}`;
+}

@@ -1,0 +1,288 @@
+// CLI commands whose admin endpoints are not on this branch yet (GET /tenants,
+// GET /overrides, blocks, orgs, GET /callers, POST /usage/reconcile), and the
+// client's handling of answers the real gateway is hard to make give
+// (several pages, HTML errors): run against a fake admin API that records
+// each request and answers the shapes of DESIGN §8, §15 and §16. Once the
+// endpoints land, the same commands get end-to-end tests in cli-gateway.test.ts.
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { type CliResult, jsonOut, runCli, tableRows } from "./cli-run";
+import { type FakeAdmin, type FakeAnswer, problemAnswer, type Received, startFakeAdmin } from "./fake-admin";
+
+const TOKEN = "fake-admin-token-0123456789abcdefghijkl";
+let fake: FakeAdmin;
+let route: (request: Received) => FakeAnswer = () => ({ body: {} });
+
+beforeAll(async () => {
+  fake = await startFakeAdmin((request) => route(request));
+});
+afterAll(async () => {
+  await fake.close();
+});
+beforeEach(() => {
+  fake.received.length = 0;
+});
+
+function cli(...args: string[]): Promise<CliResult> {
+  return runCli(args, { env: { TOLLGATE_URL: fake.url, TOLLGATE_ADMIN_TOKEN: TOKEN } });
+}
+
+function only(): Received {
+  expect(fake.received).toHaveLength(1);
+  return fake.received[0] as Received;
+}
+
+function expectRefused(result: CliResult, message: RegExp): void {
+  expect(result.code, result.stderr).toBe(1);
+  expect(result.stderr.trimEnd().split("\n")).toHaveLength(1);
+  expect(result.stderr).toMatch(message);
+  expect(result.stderr).not.toMatch(/\n\s+at /);
+}
+
+const TENANT_PAGES: Record<string, unknown> = {
+  "": { tenants: [{ tenant: "acme", org: "bigco", created_at: "2026-01-01T00:00:00.000Z" }, { tenant: "beta", org: null }], next_cursor: "c1" },
+  c1: { tenants: [{ tenant: "gamma", org: "bigco" }], next_cursor: null },
+};
+
+describe("the admin client", () => {
+  it("sends the token as a Bearer header and asks for JSON", async () => {
+    route = () => ({ body: { tenants: [], next_cursor: null } });
+    expect((await cli("tenants", "ls")).code).toBe(0);
+    expect(only().headers).toMatchObject({ authorization: `Bearer ${TOKEN}`, accept: "application/json" });
+  });
+
+  it("lets --url and --token override the environment", async () => {
+    route = () => ({ body: { tenants: [], next_cursor: null } });
+    const result = await runCli(["tenants", "ls", "--url", fake.url, "--token", "flag-token-0123456789abcdefghijklmnop"], {
+      env: { TOLLGATE_URL: "http://127.0.0.1:9", TOLLGATE_ADMIN_TOKEN: TOKEN },
+    });
+    expect(result.code, result.stderr).toBe(0);
+    expect(only().headers.authorization).toBe("Bearer flag-token-0123456789abcdefghijklmnop");
+  });
+
+  it("prints a problem's code, status and detail on one line and exits 1", async () => {
+    route = () => problemAnswer(409, "org_in_use", "Org bigco is named by 2 tenants.\nMove them first.");
+    const result = await cli("orgs", "rm", "bigco");
+    expectRefused(result, /^error: org_in_use \(409\): Org bigco is named by 2 tenants\. Move them first\.\n$/);
+    expect(result.stdout).toBe("");
+  });
+
+  it("describes a non-problem error without echoing its body", async () => {
+    route = () => ({ status: 502, body: "<html><body>Bad gateway <script>x</script></body></html>", contentType: "text/html" });
+    const result = await cli("tenants", "ls");
+    expectRefused(result, /^error: the gateway answered HTTP 502 without a problem\+json body\n$/);
+    expect(result.stderr).not.toContain("<html>");
+  });
+
+  it("refuses a list answer without its list rather than print nothing", async () => {
+    route = () => ({ body: { items: [] } });
+    expectRefused(await cli("blocks", "ls"), /GET \/blocks: the answer has no "blocks" list/);
+  });
+
+  it("stops following a cursor that repeats", async () => {
+    route = () => ({ body: { overrides: [], next_cursor: "same" } });
+    expectRefused(await cli("overrides", "ls"), /bad next_cursor/);
+    expect(fake.received).toHaveLength(2);
+  });
+});
+
+describe("tenants (GET /tenants, org)", () => {
+  it("ls follows next_cursor and prints every tenant with its org", async () => {
+    route = (r) => ({ body: TENANT_PAGES[r.query.cursor ?? ""] });
+    const table = await cli("tenants", "ls");
+    expect(table.code, table.stderr).toBe(0);
+    expect(fake.received.map((r) => [r.method, r.path, r.query])).toEqual([
+      ["GET", "/tenants", {}],
+      ["GET", "/tenants", { cursor: "c1" }],
+    ]);
+    expect(table.stdout.split("\n")[0]).toMatch(/^TENANT\s+ORG\s+CREATED\s+UPDATED$/);
+    expect(tableRows(table.stdout).map((row) => row.slice(0, 2))).toEqual([["acme", "bigco"], ["beta", "-"], ["gamma", "bigco"]]);
+
+    const json = jsonOut<{ tenants: Array<{ tenant: string }>; next_cursor: null }>(await cli("tenants", "ls", "--json"));
+    expect(json.tenants.map((t) => t.tenant)).toEqual(["acme", "beta", "gamma"]);
+    expect(json.next_cursor).toBeNull();
+  });
+
+  it("put --org sends the org with the limits and quota", async () => {
+    route = () => ({ status: 201, body: { tenant: "acme", org: "bigco" } });
+    const result = await cli("tenants", "put", "acme", "--org", "bigco", "--quota", '{"bytes":{"hard":1000}}');
+    expect(result).toMatchObject({ code: 0, stdout: "Created tenant acme.\n" });
+    expect(only()).toMatchObject({ method: "PUT", path: "/tenants/acme", body: { org: "bigco", quota: { bytes: { hard: 1000 } } } });
+  });
+
+  it("says 'No tenants.' for an empty list", async () => {
+    route = () => ({ body: { tenants: [], next_cursor: null } });
+    expect((await cli("tenants", "ls")).stdout).toBe("No tenants.\n");
+  });
+});
+
+describe("overrides (GET /overrides, expiry and reason)", () => {
+  it("ls prints each override with active, expiry and reason", async () => {
+    route = () => ({
+      body: {
+        overrides: [
+          { caller_key: "key:k7m2q9x4a1bc", limits: { request: [{ count: 200, window_s: 60 }] }, active: true, expires_at: "2030-01-01T00:00:00.000Z", reason: "launch day" },
+          { caller_key: "ip:192.0.2.7", limits: {}, active: false, expires_at: "2020-01-01T00:00:00.000Z", reason: null },
+        ],
+        next_cursor: null,
+      },
+    });
+    const result = await cli("overrides", "ls");
+    expect(result.code, result.stderr).toBe(0);
+    expect(only()).toMatchObject({ method: "GET", path: "/overrides" });
+    expect(tableRows(result.stdout)).toEqual([
+      ["key:k7m2q9x4a1bc", "true", "2030-01-01T00:00:00.000Z", "launch day", '{"request":[{"count":200,"window_s":60}]}'],
+      ["ip:192.0.2.7", "false", "2020-01-01T00:00:00.000Z", "-", "{}"],
+    ]);
+  });
+
+  it("put --expires-in 1h --reason sends expires_at an hour ahead and the reason", async () => {
+    route = () => ({ status: 201, body: { caller_key: "key:k7m2q9x4a1bc" } });
+    const beforeMs = Date.now();
+    const result = await cli("overrides", "put", "key:k7m2q9x4a1bc", "--limits", '{"request":[{"count":200,"window_s":60}]}', "--expires-in", "1h", "--reason", "launch day");
+    const afterMs = Date.now();
+    expect(result).toMatchObject({ code: 0, stdout: "Created the override for key:k7m2q9x4a1bc.\n" });
+    const { body } = only() as { body: { limits: unknown; expires_at: string; reason: string } };
+    expect(body.limits).toEqual({ request: [{ count: 200, window_s: 60 }] });
+    expect(body.reason).toBe("launch day");
+    const expiresMs = Date.parse(body.expires_at);
+    expect(expiresMs).toBeGreaterThanOrEqual(beforeMs + 3_600_000);
+    expect(expiresMs).toBeLessThanOrEqual(afterMs + 3_600_000);
+  });
+});
+
+describe("blocks (POST/GET /blocks, DELETE /blocks/{id})", () => {
+  it("add sends the target, expiry and reason and prints the new id", async () => {
+    route = (r) => ({ status: 201, body: { id: "blk1", ...(r.body as object) } });
+    const result = await cli("blocks", "add", "net:203.0.113.0/24", "--expires-at", "2030-01-01T00:00:00Z", "--reason", "credential stuffing");
+    expect(result).toMatchObject({ code: 0, stdout: "Blocked net:203.0.113.0/24 (block blk1, until 2030-01-01T00:00:00Z).\n" });
+    expect(only()).toMatchObject({
+      method: "POST",
+      path: "/blocks",
+      body: { target: "net:203.0.113.0/24", expires_at: "2030-01-01T00:00:00Z", reason: "credential stuffing" },
+    });
+  });
+
+  it("add --json prints the API's answer as is", async () => {
+    const answer = { id: "blk2", target: "ip:192.0.2.9", expires_at: null, reason: null, created_at: "2026-01-01T00:00:00.000Z" };
+    route = () => ({ status: 201, body: answer });
+    expect(jsonOut(await cli("blocks", "add", "ip:192.0.2.9", "--json"))).toEqual(answer);
+  });
+
+  it("ls lists every page", async () => {
+    route = (r) =>
+      r.query.cursor === undefined
+        ? { body: { blocks: [{ id: "blk1", target: "tenant:acme", active: true }], next_cursor: "n" } }
+        : { body: { blocks: [{ id: "blk2", target: "jwt:ab12", active: false }], next_cursor: null } };
+    const result = await cli("blocks", "ls");
+    expect(tableRows(result.stdout).map((row) => row.slice(0, 3))).toEqual([["blk1", "tenant:acme", "true"], ["blk2", "jwt:ab12", "false"]]);
+  });
+
+  it("rm takes a 204 with no body as done", async () => {
+    route = () => ({ status: 204, body: "" });
+    expect(await cli("blocks", "rm", "blk9")).toMatchObject({ code: 0, stdout: "Removed block blk9.\n" });
+  });
+
+  it("rm deletes by id", async () => {
+    route = () => ({ body: { id: "blk1", deleted: true } });
+    expect(await cli("blocks", "rm", "blk1")).toMatchObject({ code: 0, stdout: "Removed block blk1.\n" });
+    expect(only()).toMatchObject({ method: "DELETE", path: "/blocks/blk1" });
+  });
+});
+
+describe("orgs (PUT/GET/DELETE /orgs/{org}, GET /orgs)", () => {
+  it("put sends the quota, get and ls read, rm deletes", async () => {
+    route = (r) => {
+      if (r.method === "PUT") return { status: 201, body: { org: "bigco", ...(r.body as object) } };
+      if (r.path === "/orgs") return { body: { orgs: [{ org: "bigco", quota: { bytes: { hard: 5000 } } }], next_cursor: null } };
+      if (r.method === "GET") return { body: { org: "bigco", quota: { bytes: { hard: 5000 } }, usage: { bytes: 1200, objects: 3 } } };
+      return { body: { org: "bigco", deleted: true } };
+    };
+    expect(await cli("orgs", "put", "bigco", "--quota", '{"bytes":{"hard":5000}}')).toMatchObject({ code: 0, stdout: "Created org bigco.\n" });
+    expect(fake.received[0]).toMatchObject({ method: "PUT", path: "/orgs/bigco", body: { quota: { bytes: { hard: 5000 } } } });
+
+    const shown = await cli("orgs", "get", "bigco");
+    expect(shown.stdout).toMatch(/^usage\s+\{"bytes":1200,"objects":3\}$/m);
+    expect(jsonOut(await cli("orgs", "get", "bigco", "--json"))).toMatchObject({ usage: { bytes: 1200 } });
+
+    expect(tableRows((await cli("orgs", "ls")).stdout)[0]?.slice(0, 2)).toEqual(["bigco", '{"bytes":{"hard":5000}}']);
+    expect(await cli("orgs", "rm", "bigco")).toMatchObject({ code: 0, stdout: "Deleted org bigco.\n" });
+    expect(fake.received.map((r) => `${r.method} ${r.path}`)).toEqual(["PUT /orgs/bigco", "GET /orgs/bigco", "GET /orgs/bigco", "GET /orgs", "DELETE /orgs/bigco"]);
+  });
+});
+
+describe("explain (GET /callers/{caller_key})", () => {
+  const EXPLAINED = {
+    caller: "key:k7m2q9x4a1bc",
+    tenant: "acme",
+    limits: [
+      { category: "request", subject: "key", source: "tenant", scope: "isolate", limit: { count: 7, window_s: 60 }, remaining: 5, reset_ms: 17143 },
+      { category: "upload", subject: "tenant", source: "builtin", scope: "global", limit: { count: 10, window_s: 1, burst: 20 }, remaining: 20, reset_ms: 0 },
+    ],
+    override: null,
+    block: null,
+  };
+
+  it("prints each limit with its source, scope and state", async () => {
+    route = () => ({ body: EXPLAINED });
+    const result = await cli("explain", "key:k7m2q9x4a1bc");
+    expect(result.code, result.stderr).toBe(0);
+    expect(only()).toMatchObject({ method: "GET", path: "/callers/key:k7m2q9x4a1bc" });
+    expect(result.stdout).toMatch(/^tenant\s+acme$/m);
+    expect(result.stdout).toMatch(/^override\s+-$/m);
+    expect(result.stdout).toMatch(/^CATEGORY\s+SUBJECT\s+SOURCE\s+SCOPE\s+LIMIT\s+REMAINING\s+RESET MS$/m);
+    expect(result.stdout).toMatch(/^request\s+key\s+tenant\s+isolate\s+7\/60s\s+5\s+17143$/m);
+    expect(result.stdout).toMatch(/^upload\s+tenant\s+builtin\s+global\s+10\/1s burst 20\s+20\s+0$/m);
+    expect(jsonOut(await cli("explain", "key:k7m2q9x4a1bc", "--json"))).toEqual(EXPLAINED);
+  });
+
+  it("keeps an IPv6 /64 caller as one path segment with its slash", async () => {
+    route = () => ({ body: { ...EXPLAINED, caller: "ip:2001:db8:1:2::/64" } });
+    expect((await cli("explain", "ip:2001:db8:1:2::/64")).code).toBe(0);
+    expect(only().path).toBe("/callers/ip:2001:db8:1:2::/64");
+  });
+
+  it("encodes anything else that could leave the segment", async () => {
+    route = () => ({ body: EXPLAINED });
+    await cli("explain", "tenant:a/../../tenants?x=#");
+    expect(only().path).toBe("/callers/tenant:a%2F..%2F..%2Ftenants%3Fx%3D%23");
+  });
+});
+
+describe("usage reconcile (POST /usage/reconcile[?apply=true])", () => {
+  const DRIFT = { applied: false, drift: [{ tenant: "acme", metered_bytes: 900, stored_bytes: 1000, drift_bytes: 100 }] };
+
+  it("exits 0 and says so when metering agrees", async () => {
+    route = () => ({ body: { applied: false, drift: [] } });
+    const result = await cli("usage", "reconcile");
+    expect(result).toMatchObject({ code: 0, stdout: "No drift: metering agrees with every quota object.\n", stderr: "" });
+    expect(only()).toMatchObject({ method: "POST", path: "/usage/reconcile", query: {} });
+  });
+
+  it("exits 1 on drift, printing the drifting tenants and how to apply", async () => {
+    route = () => ({ body: DRIFT });
+    const result = await cli("usage", "reconcile");
+    expectRefused(result, /^error: drift in 1 tenant\(s\); run 'tollgate usage reconcile --apply'/);
+    expect(result.stdout.split("\n")[0]).toMatch(/^TENANT\s+METERED BYTES\s+STORED BYTES\s+DRIFT BYTES$/);
+    expect(tableRows(result.stdout)).toEqual([["acme", "900", "1000", "100"]]);
+  });
+
+  it("exits 1 on drift with --json too, printing the answer as is", async () => {
+    route = () => ({ body: DRIFT });
+    const result = await cli("usage", "reconcile", "--json");
+    expect(result.code).toBe(1);
+    expect(jsonOut(result)).toEqual(DRIFT);
+  });
+
+  it("--apply asks for apply=true and exits 0 once the adjustments are written", async () => {
+    route = () => ({ body: { ...DRIFT, applied: true } });
+    const result = await cli("usage", "reconcile", "--apply");
+    expect(result.code, result.stderr).toBe(0);
+    expect(only()).toMatchObject({ method: "POST", path: "/usage/reconcile", query: { apply: "true" } });
+    expect(result.stdout).toContain("Applied 1 adjustment row(s).");
+  });
+
+  it("refuses an answer without a drift list instead of reporting no drift", async () => {
+    route = () => ({ body: { tenants: [] } });
+    expectRefused(await cli("usage", "reconcile"), /the answer has no "drift" list/);
+  });
+});
