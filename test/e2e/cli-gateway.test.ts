@@ -194,7 +194,7 @@ describe("tollgate usage export", () => {
     });
     const expected = await direct.text();
     // Text cells are quoted by the API's RFC 4180 writer.
-    expect(expected).toMatch(new RegExp(`^tenant,period,metric,value\\r\\n"${tenant}","${period}","requests",${sent}\\r\\n$`));
+    expect(expected).toMatch(new RegExp(`^tenant,period,metric,value,status\\r\\n"${tenant}","${period}","requests",${sent},"provisional"\\r\\n$`));
 
     const file = join(dir, `${tenant}.csv`);
     const written = await tollgate("usage", "export", "--from", period, "--to", period, "--format", "csv", "--tenant", tenant, "-o", file);
