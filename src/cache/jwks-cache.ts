@@ -208,15 +208,14 @@ export class JwksCache {
   }
 
   async #load(url: string, state: UrlState, nowMs: number): Promise<JwksSnapshot | null> {
-    let keys: JWK[];
+    let snapshot: JwksSnapshot;
     try {
-      keys = await this.#download(url);
+      snapshot = jwksSnapshot(await this.#download(url), nowMs);
     } catch (error) {
       state.retryAfterMs = nowMs + JWKS_ERROR_RETRY_MS;
       this.#options.onFailure?.(url, error instanceof JwksFetchError ? error.reason : "network");
       return null;
     }
-    const snapshot = jwksSnapshot(keys, nowMs);
     // A late fetch (its waiters gave up on it) is still kept unless a newer one landed first.
     if (state.set === null || state.set.fetchedAtMs <= nowMs) state.set = snapshot;
     state.retryAfterMs = Number.NEGATIVE_INFINITY;
