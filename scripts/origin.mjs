@@ -10,17 +10,32 @@
 // Every request is also recorded (most recent 5,000) and can be read back with
 // GET /__origin/requests?tag=<x-test-tag value>; that path is answered by the
 // origin itself and is not recorded.
+//
+// Key sets for the JWT tests (answered by the origin itself, not recorded):
+//   PUT /__origin/jwks/<name>              body: a JSON Web Key Set, served from then on
+//   PUT /__origin/jwks/<name>?status=<n>   GETs of <name> answer status n (200 serves the set
+//                                          again); an empty body keeps the set
+//   GET /__origin/jwks/<name>              the set, or 404 before any PUT
 import { createHash } from "node:crypto";
 import { createServer } from "node:http";
 import { fileURLToPath } from "node:url";
 
 const MAX_RECORDED = 5000;
 const MAX_DELAY_MS = 30_000;
+const MAX_JWKS_NAMES = 1000;
+const MAX_JWKS_BODY_BYTES = 256 * 1024;
+const JWKS_PATH = /^\/__origin\/jwks\/([A-Za-z0-9._-]{1,128})$/;
 
 export function startOrigin({ port = 0, host = "127.0.0.1" } = {}) {
   const recorded = [];
+  const jwks = new Map();
   const server = createServer((req, res) => {
     const url = new URL(req.url ?? "/", "http://origin.invalid");
+    const jwksName = JWKS_PATH.exec(url.pathname)?.[1];
+    if (jwksName !== undefined) {
+      serveJwks(jwks, jwksName, url, req, res);
+      return;
+    }
     if (url.pathname === "/__origin/requests") {
       const tag = url.searchParams.get("tag");
       const rows = tag === null ? recorded : recorded.filter((r) => r.headers["x-test-tag"] === tag);
@@ -76,6 +91,55 @@ export function startOrigin({ port = 0, host = "127.0.0.1" } = {}) {
       });
     });
   });
+}
+
+// A test's key set: set with PUT (and made to fail with ?status=), served with GET.
+function serveJwks(jwks, name, url, req, res) {
+  if (req.method === "GET") {
+    const entry = jwks.get(name);
+    if (entry === undefined) return answer(res, 404, { error: "no such key set" });
+    if (entry.status !== 200) return answer(res, entry.status, { error: "failing on purpose" });
+    res.writeHead(200, { "content-type": "application/json", "content-length": String(Buffer.byteLength(entry.body)) });
+    res.end(entry.body);
+    return;
+  }
+  if (req.method !== "PUT") return answer(res, 405, { error: "GET or PUT" });
+  const chunks = [];
+  let bytes = 0;
+  req.on("data", (chunk) => {
+    bytes += chunk.length;
+    if (bytes <= MAX_JWKS_BODY_BYTES) chunks.push(chunk);
+  });
+  req.on("error", () => {});
+  req.on("end", () => {
+    if (bytes > MAX_JWKS_BODY_BYTES) return answer(res, 413, { error: "key set too large" });
+    const status = Number(url.searchParams.get("status") ?? 200);
+    if (!Number.isInteger(status) || status < 200 || status > 599) return answer(res, 400, { error: "status must be 200-599" });
+    const text = Buffer.concat(chunks).toString("utf8");
+    const previous = jwks.get(name);
+    if (text === "" && previous === undefined && status === 200) return answer(res, 400, { error: "a key set is required" });
+    if (text !== "") {
+      try {
+        JSON.parse(text);
+      } catch {
+        return answer(res, 400, { error: "the body must be JSON" });
+      }
+    }
+    jwks.delete(name);
+    if (jwks.size >= MAX_JWKS_NAMES) jwks.delete(jwks.keys().next().value);
+    jwks.set(name, { body: text !== "" ? text : (previous?.body ?? "{}"), status });
+    answer(res, 204, null);
+  });
+}
+
+function answer(res, status, body) {
+  if (body === null) {
+    res.writeHead(status);
+    res.end();
+    return;
+  }
+  res.writeHead(status, { "content-type": "application/json" });
+  res.end(JSON.stringify(body));
 }
 
 // Byte i of the pattern is i mod 251, so a client can check any range exactly.
