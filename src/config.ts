@@ -10,6 +10,7 @@ import { type CidrSet, parseCidrs } from "./identity/cidr";
 import { compileLimits, type Limit, limitError } from "./engine/limit";
 import type { CategoryDefaults, SubjectKind } from "./engine/resolve-limits";
 import { compileRoutes, type RouteMatcher, routeSpecError } from "./engine/routes";
+import { type JwtConfig, jwtConfigSchema } from "./identity/jwt-config";
 
 export const DEFAULT_MODE = "enforce";
 export const DEFAULT_ANONYMOUS = "allow";
@@ -46,7 +47,7 @@ export const MAX_FLUSH_INTERVAL_S = 3600;
 export const MAX_CACHE_ENTRIES = 100_000;
 export const MAX_LIST_ENTRIES = 1000;
 
-const SUBJECT_KINDS = ["key", "tenant", "ip", "anonymous", "admin"] as const satisfies readonly SubjectKind[];
+const SUBJECT_KINDS = ["key", "jwt", "tenant", "ip", "anonymous", "admin"] as const satisfies readonly SubjectKind[];
 const CATEGORY_NAME = /^[a-z][a-z0-9_]{0,31}$/;
 
 // A limit is checked by the engine's own rule, so config, admin API and engine
@@ -114,6 +115,7 @@ export const configSchema = z.strictObject({
     })
     .default({ threshold_rejections: DEFAULT_AUDIT_THRESHOLD_REJECTIONS, window_s: DEFAULT_AUDIT_WINDOW_S }),
   request_log: z.boolean().default(DEFAULT_REQUEST_LOG),
+  jwt: jwtConfigSchema.optional(),
   blocked_countries: list(z.string().regex(/^[A-Z]{2}$/, "must be an ISO 3166-1 alpha-2 code in capitals, such as DE")).default([]),
 });
 
@@ -141,6 +143,8 @@ export interface Config {
   readonly auditThresholdRejections: number;
   readonly auditWindowMs: number;
   readonly requestLog: boolean;
+  /** The JWT issuers (DESIGN §12), or null when JWTs are not accepted. */
+  readonly jwt: JwtConfig | null;
   /** ISO country codes refused 403 blocked (request.cf.country). */
   readonly blockedCountries: ReadonlySet<string>;
 }
@@ -212,6 +216,7 @@ export function parseConfig(raw: unknown): ConfigResult {
       auditThresholdRejections: c.audit.threshold_rejections,
       auditWindowMs: c.audit.window_s * 1000,
       requestLog: c.request_log,
+      jwt: c.jwt ?? null,
       blockedCountries: new Set(c.blocked_countries),
     },
   };

@@ -50,6 +50,14 @@ export type Caller =
       readonly tenant: TenantInfo;
       readonly override: KeyLimits | null;
       readonly keyLimits: KeyLimits | null;
+    }
+  | {
+      readonly kind: "jwt";
+      /** `jwt:<hex SHA-256 of iss + "\n" + sub>`: the limiter subject, and the key of overrides and blocks. */
+      readonly callerKey: string;
+      /** The tenant the token's tenant claim names, or null. */
+      readonly tenant: TenantInfo | null;
+      readonly override: KeyLimits | null;
     };
 
 export const ANONYMOUS_UNKNOWN: Caller = Object.freeze({ kind: "anonymous", callerKey: "ip:unknown", override: null });
@@ -111,7 +119,7 @@ export class Exchange {
   /** The tenant charged for this request, if any. */
   get tenant(): TenantInfo | null {
     const caller = this.caller;
-    return caller.kind === "key" ? caller.tenant : null;
+    return caller.kind === "anonymous" ? null : caller.tenant;
   }
 
   /**

@@ -9,12 +9,15 @@
 import { KeyCache } from "./cache/key-cache";
 import { KeyCheckLoader } from "./cache/key-check";
 import { PolicyCache } from "./cache/policy-cache";
+import { TenantCache } from "./cache/tenant-cache";
 import { type Config, parseConfig } from "./config";
 import type { Bindings } from "./context";
 import { LimiterTable } from "./engine/limiter-table";
 import { compileGateway, type GatewayHandler } from "./gateway";
 import { AuthFailureGate } from "./limits/auth-gate";
 import { InFlightTable } from "./limits/in-flight";
+import { compileJwtConfig, type JwtVerifier } from "./identity/jwt-verifier";
+import { log } from "./log/logger";
 import { type OriginBaseResult, parseOriginBase } from "./proxy/origin-url";
 import { sha256Bytes } from "./utils/crypto";
 
@@ -39,6 +42,9 @@ export interface Runtime {
   readonly keys: KeyCache;
   readonly keyCheck: KeyCheckLoader;
   readonly policy: PolicyCache;
+  readonly tenants: TenantCache;
+  /** JWT verification (DESIGN §12): its key sets and verified tokens; null when no issuer is configured. */
+  readonly jwt: JwtVerifier | null;
   /** The clock every decision reads (Unix ms). Date.now() unless a test gives its own. */
   readonly now: () => number;
   /** The compiled data plane (DESIGN §3). */
@@ -96,6 +102,14 @@ export function compileRuntime(env: Bindings, options: RuntimeOptions = {}): Run
     keys: new KeyCache(adminConfig),
     keyCheck: new KeyCheckLoader(adminConfig.cacheTtlMs),
     policy: new PolicyCache(adminConfig),
+    tenants: new TenantCache(adminConfig),
+    jwt:
+      config?.jwt == null
+        ? null
+        : compileJwtConfig(config.jwt, {
+            staleIfErrorS: config.staleIfErrorMs / 1000,
+            onJwksFailure: (_url, reason) => log.warn("jwks_fetch_failed", { reason }),
+          }),
     now: options.clock ?? Date.now,
     gateway: null as unknown as GatewayHandler,
   };

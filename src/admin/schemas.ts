@@ -50,6 +50,7 @@ export const tenantLimitsSchema = z.record(
   categoryKey,
   z.strictObject({
     key: limitListSchema.optional().describe("The default for each of the tenant's keys."),
+    jwt: limitListSchema.optional().describe("The default for each JWT caller whose token names this tenant."),
     tenant: limitListSchema.optional().describe("For the tenant as a whole."),
   }),
   "must be an object of categories",

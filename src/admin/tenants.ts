@@ -89,6 +89,7 @@ export function registerTenantRoutes(app: Hono<AdminEnv>): void {
       ]),
     );
     c.get("runtime").keys.clearTenant(slug.value);
+    c.get("runtime").tenants.clear(slug.value);
     return c.json(presentTenant(row), existing === null ? 201 : 200);
   });
 
@@ -137,6 +138,7 @@ export function registerTenantRoutes(app: Hono<AdminEnv>): void {
       ]),
     );
     c.get("runtime").keys.clearTenant(slug.value);
+    c.get("runtime").tenants.clear(slug.value);
     const row: TenantRow = {
       ...existing,
       limits: fields.limits ?? existing.limits,
@@ -176,6 +178,7 @@ export function registerTenantRoutes(app: Hono<AdminEnv>): void {
       ]),
     );
     c.get("runtime").keys.clearTenant(slug.value);
+    c.get("runtime").tenants.clear(slug.value);
     c.get("runtime").policy.clear();
     return c.json({ tenant: slug.value, deleted: true, keys_deleted: keysDeleted });
   });

@@ -8,15 +8,31 @@
 // Single flight, as for the other caches (issue 10 item 9): at most one fetch
 // per URL is in flight per isolate. A request that needs the set while a fetch
 // runs serves the stale set when it has a usable one, and otherwise waits for
-// that fetch. A fetch belongs to the request that started it and dies with it
-// (patience.ts), so a waiter waits at most `joinPatienceMs` — as long as the
-// fetch's own timeout, so by then the fetch either settled or was aborted —
-// and only then starts a fetch of its own.
+// that fetch. A fetch belongs to the request that started it, and workerd
+// cancels a request's I/O when its client goes away: the starter hands the
+// fetch to `keepAlive` (its waitUntil) so it runs to the end, and a waiter
+// still waits at most `joinPatienceMs` — as long as the fetch's own timeout,
+// so by then the fetch either settled or its context was torn down — and only
+// then starts a fetch of its own.
 //
 // Memory: one set per configured URL (the config bounds URLs), each at most
 // MAX_JWKS_KEYS keys read from at most MAX_JWKS_BYTES. Time comes in as `nowMs`.
 import { createLocalJWKSet, type JSONWebKeySet, type JWK, type LocalJWKSet } from "jose";
-import { joinWithPatience } from "./patience";
+
+type Joined<T> = { settled: true; value: T } | { settled: false };
+
+/** The shared promise's value, or `{settled: false}` after `patienceMs` (a timer of our own keeps us alive meanwhile). */
+async function joinWithin<T>(shared: Promise<T>, patienceMs: number): Promise<Joined<T>> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const timeout = new Promise<Joined<T>>((resolve) => {
+    timer = setTimeout(() => resolve({ settled: false }), patienceMs);
+  });
+  try {
+    return await Promise.race([shared.then((value): Joined<T> => ({ settled: true, value })), timeout]);
+  } finally {
+    if (timer !== undefined) clearTimeout(timer);
+  }
+}
 
 /** An unknown `kid` refetches the set at most this often per URL (DESIGN §12). */
 export const JWKS_REFETCH_MIN_MS = 30_000;
@@ -28,6 +44,9 @@ export const JWKS_ERROR_RETRY_MS = 5_000;
 export const MAX_JWKS_BYTES = 128 * 1024;
 /** Most keys kept from one set; the rest are ignored. */
 export const MAX_JWKS_KEYS = 100;
+
+/** Receives a fetch this cache starts, so it finishes if the request that started it is cancelled. */
+export type KeepAlive = (work: Promise<unknown>) => void;
 
 /** The injected fetch: `globalThis.fetch` in the gateway, a counting or failing one in tests. */
 export type JwksFetch = (url: string, init: { signal: AbortSignal }) => Promise<Response>;
@@ -140,14 +159,14 @@ export class JwksCache {
    * fetched and the fetch failed, or the last good set is past staleIfErrorMs.
    * Never throws.
    */
-  async current(url: string, nowMs: number): Promise<JwksSnapshot | null> {
+  async current(url: string, nowMs: number, keepAlive?: KeepAlive): Promise<JwksSnapshot | null> {
     const state = this.#state(url);
     const set = state.set;
     if (set !== null && nowMs < set.fetchedAtMs + this.#options.ttlMs) return set;
     const stale = this.#usableStale(state, nowMs);
-    if (state.flight !== null) return stale ?? (await this.#join(url, state, state.flight, nowMs));
+    if (state.flight !== null) return stale ?? (await this.#join(url, state, state.flight, nowMs, keepAlive));
     if (nowMs < state.retryAfterMs) return stale;
-    return (await this.#fetch(url, state, nowMs)) ?? this.#usableStale(state, nowMs);
+    return (await this.#fetch(url, state, nowMs, keepAlive)) ?? this.#usableStale(state, nowMs);
   }
 
   /**
@@ -156,12 +175,12 @@ export class JwksCache {
    * JWKS_REFETCH_MIN_MS ago. Null when throttled or the refetch failed (the
    * token is then invalid: the kid is unknown). Never throws.
    */
-  async refreshForUnknownKid(url: string, seen: JwksSnapshot, nowMs: number): Promise<JwksSnapshot | null> {
+  async refreshForUnknownKid(url: string, seen: JwksSnapshot, nowMs: number, keepAlive?: KeepAlive): Promise<JwksSnapshot | null> {
     const state = this.#state(url);
     if (state.set !== null && state.set !== seen && state.set.fetchedAtMs >= seen.fetchedAtMs) return state.set;
-    if (state.flight !== null) return this.#join(url, state, state.flight, nowMs);
+    if (state.flight !== null) return this.#join(url, state, state.flight, nowMs, keepAlive);
     if (nowMs - state.lastAttemptMs < JWKS_REFETCH_MIN_MS) return null;
-    return this.#fetch(url, state, nowMs);
+    return this.#fetch(url, state, nowMs, keepAlive);
   }
 
   /** URLs with state (at most the configured ones). */
@@ -183,23 +202,24 @@ export class JwksCache {
     return set !== null && nowMs < set.fetchedAtMs + this.#options.ttlMs + this.#options.staleIfErrorMs ? set : null;
   }
 
-  async #join(url: string, state: UrlState, flight: Flight, nowMs: number, rejoin = true): Promise<JwksSnapshot | null> {
-    const joined = await joinWithPatience(flight.promise, this.#options.joinPatienceMs);
-    if (joined.settled) return joined.ok ? joined.value : null;
+  async #join(url: string, state: UrlState, flight: Flight, nowMs: number, keepAlive: KeepAlive | undefined, rejoin = true): Promise<JwksSnapshot | null> {
+    const joined = await joinWithin(flight.promise, this.#options.joinPatienceMs);
+    if (joined.settled) return joined.value;
     // Its request is presumed gone (its fetch would have timed out by now).
     // Another waiter that gave up first may have fetched meanwhile (use its
     // set) or be fetching (join that, once); otherwise forget the dead fetch
     // and fetch for ourselves.
     if (state.flight === flight) state.flight = null;
     if (state.set !== null && nowMs < state.set.fetchedAtMs + this.#options.ttlMs) return state.set;
-    if (state.flight !== null) return rejoin ? this.#join(url, state, state.flight, nowMs, false) : this.#usableStale(state, nowMs);
-    return this.#fetch(url, state, nowMs);
+    if (state.flight !== null) return rejoin ? this.#join(url, state, state.flight, nowMs, keepAlive, false) : this.#usableStale(state, nowMs);
+    return this.#fetch(url, state, nowMs, keepAlive);
   }
 
-  async #fetch(url: string, state: UrlState, nowMs: number): Promise<JwksSnapshot | null> {
+  async #fetch(url: string, state: UrlState, nowMs: number, keepAlive: KeepAlive | undefined): Promise<JwksSnapshot | null> {
     state.lastAttemptMs = nowMs;
     const flight: Flight = { promise: this.#load(url, state, nowMs) };
     state.flight = flight;
+    keepAlive?.(flight.promise);
     try {
       return await flight.promise;
     } finally {

@@ -51,14 +51,18 @@ export function compileStoredTenantLimits(text: string | null, what: string): Te
     return null;
   }
   try {
-    const out: Record<string, { key?: ReturnType<typeof compileLimits>; tenant?: ReturnType<typeof compileLimits> }> = Object.create(null);
+    const out: Record<string, { key?: ReturnType<typeof compileLimits>; jwt?: ReturnType<typeof compileLimits>; tenant?: ReturnType<typeof compileLimits> }> = Object.create(null);
     for (const [category, byKind] of Object.entries(raw)) {
       if (typeof byKind !== "object" || byKind === null) throw new TypeError("not an object");
-      const entry: { key?: ReturnType<typeof compileLimits>; tenant?: ReturnType<typeof compileLimits> } = {};
-      const { key, tenant } = byKind as { key?: unknown; tenant?: unknown };
+      const entry: { key?: ReturnType<typeof compileLimits>; jwt?: ReturnType<typeof compileLimits>; tenant?: ReturnType<typeof compileLimits> } = {};
+      const { key, jwt, tenant } = byKind as { key?: unknown; jwt?: unknown; tenant?: unknown };
       if (key !== undefined) {
         if (!Array.isArray(key)) throw new TypeError("not a list");
         entry.key = compileLimits(key as LimitSpec[]);
+      }
+      if (jwt !== undefined) {
+        if (!Array.isArray(jwt)) throw new TypeError("not a list");
+        entry.jwt = compileLimits(jwt as LimitSpec[]);
       }
       if (tenant !== undefined) {
         if (!Array.isArray(tenant)) throw new TypeError("not a list");

@@ -5,20 +5,20 @@
 // (which admits everything). An entry that is present but empty still wins.
 import { compileLimits, type Limit } from "./limit";
 
-export type SubjectKind = "key" | "tenant" | "ip" | "anonymous" | "admin";
+export type SubjectKind = "key" | "jwt" | "tenant" | "ip" | "anonymous" | "admin";
 /** Category → compiled limits, for one key or one caller override. */
 export type KeyLimits = Readonly<Record<string, readonly Limit[]>>;
-/** Category → the tenant's limits: `key` for each of its keys, `tenant` for all of them together. */
-export type TenantLimits = Readonly<Record<string, { key?: readonly Limit[]; tenant?: readonly Limit[] }>>;
+/** Category → the tenant's limits: `key` for each of its keys, `jwt` for each of its JWT callers, `tenant` for all of them together. */
+export type TenantLimits = Readonly<Record<string, { key?: readonly Limit[]; jwt?: readonly Limit[]; tenant?: readonly Limit[] }>>;
 /** Category → subject kind → limits, from the TOLLGATE config. */
 export type CategoryDefaults = Readonly<Record<string, Partial<Record<SubjectKind, readonly Limit[]>>>>;
 
 export interface LimitSources {
-  /** The operator's override for this caller (`key:<id>` or `ip:<address>`); applies to kinds key and ip. */
+  /** The operator's override for this caller (`key:<id>`, `jwt:<hex>` or `ip:<address>`); applies to kinds key, jwt and ip. */
   override?: KeyLimits | null;
   /** The key's own limits; applies to kind key. */
   key?: KeyLimits | null;
-  /** The key's tenant's limits; `key` applies to kind key, `tenant` to kind tenant. */
+  /** The caller's tenant's limits; `key` applies to kind key, `jwt` to kind jwt, `tenant` to kind tenant. */
   tenant?: TenantLimits | null;
   defaults?: CategoryDefaults | null;
 }
@@ -27,6 +27,8 @@ export interface LimitSources {
 export const BUILT_IN_LIMITS: CategoryDefaults = Object.freeze({
   request: Object.freeze({
     key: compileLimits([{ count: 1000, window_s: 1, burst: 2000 }]),
+    // A JWT caller is one user, like a key: the same built-in default.
+    jwt: compileLimits([{ count: 1000, window_s: 1, burst: 2000 }]),
     tenant: compileLimits([{ count: 2000, window_s: 1, burst: 4000 }]),
     ip: compileLimits([
       { count: 6000, window_s: 60 },
@@ -47,7 +49,7 @@ function own<T>(record: Readonly<Record<string, T>> | null | undefined, name: st
 
 /** The limits for `kind` in `category`: the stored arrays themselves, nothing allocated. */
 export function resolveLimits(category: string, kind: SubjectKind, sources: LimitSources): readonly Limit[] {
-  if (kind === "key" || kind === "ip") {
+  if (kind === "key" || kind === "ip" || kind === "jwt") {
     const override = own(sources.override, category);
     if (override !== undefined) return override;
   }
@@ -56,6 +58,9 @@ export function resolveLimits(category: string, kind: SubjectKind, sources: Limi
     if (own_ !== undefined) return own_;
     const forKeys = own(sources.tenant, category)?.key;
     if (forKeys !== undefined) return forKeys;
+  } else if (kind === "jwt") {
+    const forJwts = own(sources.tenant, category)?.jwt;
+    if (forJwts !== undefined) return forJwts;
   } else if (kind === "tenant") {
     const forTenant = own(sources.tenant, category)?.tenant;
     if (forTenant !== undefined) return forTenant;
@@ -73,6 +78,8 @@ export function subjectKindOf(subject: string): SubjectKind | null {
   switch (subject.slice(0, colon)) {
     case "key":
       return "key";
+    case "jwt":
+      return "jwt";
     case "tenant":
       return "tenant";
     case "ip":

@@ -1,26 +1,36 @@
 // The one credential check (issue 11): what a presented credential is worth,
 // as a tagged outcome the gateway maps to a response in one switch. Managed
-// keys (`tg_<id>_<secret>`) are verified here; JWTs join it when JWT callers
-// land. The hot path — a key seen recently whose record is fresh — hashes
-// nothing, queries nothing and allocates no promise: the outcome comes back
-// synchronously.
+// keys (`tg_<id>_<secret>`) and, when the config names issuers, JWTs (DESIGN
+// §12) are verified here. The hot path — a key or token seen recently whose
+// record is fresh — hashes nothing, queries nothing, checks no signature and
+// allocates no promise: the outcome comes back synchronously.
 import type { KeyCache, KeyRecord } from "../cache/key-cache";
 import type { KeyCheckLoader } from "../cache/key-check";
+import type { TenantCache } from "../cache/tenant-cache";
+import type { TenantInfo } from "../context";
 import type { Db } from "../db/client";
 import { sha256Hex } from "../utils/crypto";
-import { hasValidCheck, parseApiKey } from "./api-key";
+import { hasValidCheck, KEY_PREFIX, parseApiKey } from "./api-key";
+import { looksLikeJwt } from "./jwt-token";
+import type { JwtOutcome, JwtVerifier } from "./jwt-verifier";
 
 export type RefusedCredential = "invalid_credential" | "credential_revoked" | "credential_expired";
 
 export type CredentialOutcome =
   | { readonly kind: "key"; readonly record: KeyRecord }
+  | { readonly kind: "jwt"; readonly callerKey: string; readonly tenant: TenantInfo | null }
   | { readonly kind: "refused"; readonly code: RefusedCredential; readonly detail: string }
-  /** The credential could not be checked (D1 down with nothing cached): 503 auth_unavailable. */
+  /** A valid token whose tenant claim names no tenant: 403 tenant_unknown (the credential itself is good). */
+  | { readonly kind: "tenant_unknown" }
+  /** The credential could not be checked (D1 down with nothing cached, or no key set for a JWT): 503 auth_unavailable. */
   | { readonly kind: "unavailable" };
 
 export interface CredentialVerifier {
   readonly keys: KeyCache;
   readonly keyCheck: KeyCheckLoader;
+  /** Null when the config names no JWT issuer: every non-key credential is invalid. */
+  readonly jwt: JwtVerifier | null;
+  readonly tenants: TenantCache;
 }
 
 export interface CredentialIo {
@@ -34,6 +44,9 @@ const INVALID_KEY: CredentialOutcome = Object.freeze({ kind: "refused", code: "i
 const REVOKED: CredentialOutcome = Object.freeze({ kind: "refused", code: "credential_revoked", detail: "The API key was revoked." });
 const EXPIRED: CredentialOutcome = Object.freeze({ kind: "refused", code: "credential_expired", detail: "The API key has expired." });
 const UNAVAILABLE: CredentialOutcome = Object.freeze({ kind: "unavailable" });
+const TENANT_UNKNOWN: CredentialOutcome = Object.freeze({ kind: "tenant_unknown" });
+const INVALID_TOKEN: CredentialOutcome = Object.freeze({ kind: "refused", code: "invalid_credential", detail: "The token is not valid." });
+const EXPIRED_TOKEN: CredentialOutcome = Object.freeze({ kind: "refused", code: "credential_expired", detail: "The token has expired." });
 
 function judge(record: KeyRecord | null, nowMs: number): CredentialOutcome {
   if (record === null) return INVALID_KEY;
@@ -48,6 +61,13 @@ function judge(record: KeyRecord | null, nowMs: number): CredentialOutcome {
  * record is fresh; otherwise a promise. Never throws.
  */
 export function verifyCredential(credential: string, verifier: CredentialVerifier, io: CredentialIo, nowMs: number): CredentialOutcome | Promise<CredentialOutcome> {
+  const jwt = verifier.jwt;
+  if (jwt !== null && !credential.startsWith(KEY_PREFIX)) {
+    const cached = jwt.peek(credential, nowMs);
+    if (cached !== undefined) return fromJwt(cached, verifier, io, nowMs);
+    if (!looksLikeJwt(credential)) return INVALID_TOKEN;
+    return jwt.verify(credential, nowMs, io.keepAlive).then((outcome) => fromJwt(outcome, verifier, io, nowMs));
+  }
   const remembered = verifier.keys.rememberedDigest(credential);
   if (remembered !== undefined) {
     const cached = verifier.keys.peek(remembered, nowMs);
@@ -82,4 +102,18 @@ async function verifySlowly(credential: string, remembered: string | undefined, 
   }
   if (record !== null && remembered === undefined) verifier.keys.rememberDigest(credential, digest);
   return judge(record, nowMs);
+}
+
+/** A JWT outcome as a credential outcome; the tenant its claim names is read through the tenant cache. */
+function fromJwt(outcome: JwtOutcome, verifier: CredentialVerifier, io: CredentialIo, nowMs: number): CredentialOutcome | Promise<CredentialOutcome> {
+  if (!outcome.ok) return outcome.code === "auth_unavailable" ? UNAVAILABLE : outcome.code === "credential_expired" ? EXPIRED_TOKEN : INVALID_TOKEN;
+  if (outcome.tenantClaimInvalid) return TENANT_UNKNOWN;
+  const slug = outcome.tenant;
+  if (slug === null) return { kind: "jwt", callerKey: outcome.callerKey, tenant: null };
+  const cached = verifier.tenants.peek(slug, nowMs);
+  if (cached !== undefined) return cached === null ? TENANT_UNKNOWN : { kind: "jwt", callerKey: outcome.callerKey, tenant: cached };
+  return verifier.tenants.lookup(io.db, slug, nowMs, io.keepAlive).then(
+    (tenant): CredentialOutcome => (tenant === null ? TENANT_UNKNOWN : { kind: "jwt", callerKey: outcome.callerKey, tenant }),
+    (): CredentialOutcome => UNAVAILABLE,
+  );
 }

@@ -10,8 +10,8 @@
 // the tenant claim, a value that passed the tenant slug rule. Refusals carry
 // only their code.
 import { decodeJwt, decodeProtectedHeader, type JWK, type JWTPayload, jwtVerify, type ProtectedHeaderParameters } from "jose";
-import { JwksCache, type JwksFailure, type JwksFetch, type JwksSnapshot, defaultJwksFetch, jwksSnapshot } from "../cache/jwks-cache";
-import { sha256Hex } from "./api-key";
+import { JwksCache, type JwksFailure, type JwksFetch, type JwksSnapshot, type KeepAlive, defaultJwksFetch, jwksSnapshot } from "../cache/jwks-cache";
+import { sha256Hex } from "../utils/crypto";
 import { DEFAULT_MAX_CACHED_TOKEN_CHARS, DEFAULT_MAX_CACHED_TOKENS, EXPIRED, JwtClaimsCache } from "./jwt-claims-cache";
 import type { JwtConfig } from "./jwt-config";
 import { looksLikeJwt } from "./jwt-token";
@@ -124,7 +124,8 @@ export class JwtVerifier {
   }
 
   /** The outcome for `token` at `nowMs`: from the claims cache, else verified (fetching the issuer's JWKS when needed). Never throws. */
-  async verify(token: string, nowMs: number): Promise<JwtOutcome> {
+  /** `keepAlive` receives a JWKS fetch this call starts, so it finishes if the request is cancelled. */
+  async verify(token: string, nowMs: number, keepAlive?: KeepAlive): Promise<JwtOutcome> {
     const cached = this.peek(token, nowMs);
     if (cached !== undefined) return cached;
     if (!looksLikeJwt(token)) return INVALID;
@@ -147,12 +148,12 @@ export class JwtVerifier {
       return outcome === NO_KEY ? INVALID : outcome;
     }
     const url = issuer.jwksUrl as string;
-    const keys = await this.#jwks.current(url, nowMs);
+    const keys = await this.#jwks.current(url, nowMs, keepAlive);
     if (keys === null) return UNAVAILABLE;
     const outcome = await this.#check(token, issuer, keys, header, nowMs);
     if (outcome !== NO_KEY) return outcome;
     // An unknown kid: the issuer may have published a new key since (rotation).
-    const newer = await this.#jwks.refreshForUnknownKid(url, keys, nowMs);
+    const newer = await this.#jwks.refreshForUnknownKid(url, keys, nowMs, keepAlive);
     if (newer === null) return INVALID;
     const retried = await this.#check(token, issuer, newer, header, nowMs);
     return retried === NO_KEY ? INVALID : retried;

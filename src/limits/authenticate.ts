@@ -44,8 +44,9 @@ function setAnonymous(x: Exchange, snapshot: PolicySnapshot): void {
 }
 
 /**
- * Who is calling: a managed key (`Authorization: Bearer` or `X-Api-Key`), or
- * anonymous by address.
+ * Who is calling: a managed key (`Authorization: Bearer` or `X-Api-Key`), a
+ * JWT from a configured issuer (`Authorization: Bearer`), or anonymous by
+ * address.
  * @example const auth = authenticate({ anonymous: "allow", verifier: runtime, gate: runtime.authGate, policy: runtime.policy });
  */
 export function authenticate(options: AuthenticateOptions): Check {
@@ -89,6 +90,23 @@ export function authenticate(options: AuthenticateOptions): Check {
         };
         return snapshot instanceof Promise ? snapshot.then(set) : set(snapshot);
       }
+      case "jwt": {
+        const callerKey = outcome.callerKey;
+        const tenant = outcome.tenant;
+        const snapshot = policyOf(x, policy, nowMs);
+        const set = (s: PolicySnapshot): CheckResult => {
+          // JWT callers and their tenants are known only now (DESIGN §15): a block applies here, before any charge.
+          if (s.blockOf(callerKey, nowMs) !== null || (tenant !== null && s.blockOf(`tenant:${tenant.slug}`, nowMs) !== null)) {
+            const blocked = x.refuse("blocked", blockedResponse());
+            if (blocked !== null) return blocked;
+          }
+          x.caller = { kind: "jwt", callerKey, tenant, override: s.overrideFor(callerKey, nowMs) };
+          return null;
+        };
+        return snapshot instanceof Promise ? snapshot.then(set) : set(snapshot);
+      }
+      case "tenant_unknown":
+        return refused(x, nowMs, "tenant_unknown", problem("tenant_unknown", { detail: "The token's tenant claim names no tenant of this gateway." }));
       case "refused":
         gate.charge(x.clientKey, nowMs);
         noteRefusal(x, authFailureRejections, "auth_failures_sustained", `ip:${x.clientKey}`, AUTH_FAILURE_CATEGORY, nowMs);

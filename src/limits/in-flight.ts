@@ -91,7 +91,7 @@ export function inFlightLimit(options: InFlightOptions): Check {
   return function inFlightStep(x) {
     const caller = x.caller;
     const credential = caller.callerKey;
-    const tenant = caller.kind === "key" ? caller.tenant.slug : null;
+    const tenant = x.tenant?.slug ?? null;
     if (!table.tryAcquire(credential, tenant, bounds)) {
       return x.refuse(
         "too_many_in_flight",

@@ -40,6 +40,19 @@ export function chargesFor(caller: Caller, defaults: CategoryDefaults, route: Ro
     }
     return charges;
   }
+  if (caller.kind === "jwt") {
+    const tenant = caller.tenant;
+    const jwtSources = { override: caller.override, tenant: tenant?.limits ?? null, defaults };
+    const tenantSources = { tenant: tenant?.limits ?? null, defaults };
+    const tenantSubject = tenant === null ? null : `tenant:${tenant.slug}`;
+    const add = (category: string, cost: number): void => {
+      charges.push({ subject: caller.callerKey, category, limits: resolveLimits(category, "jwt", jwtSources), cost });
+      if (tenantSubject !== null) charges.push({ subject: tenantSubject, category, limits: resolveLimits(category, "tenant", tenantSources), cost });
+    };
+    add(REQUEST_CATEGORY, 1);
+    if (route !== null) for (const [category, cost] of route.charges) add(category, cost);
+    return charges;
+  }
   const ipSources = { override: caller.override, defaults };
   const ipSubject = caller.callerKey;
   const add = (category: string, cost: number): void => {

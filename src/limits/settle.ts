@@ -149,11 +149,12 @@ class Settlement {
     const options = this.#options;
     const nowMs = x.runtime.now();
     const caller = x.caller;
-    if (forwarded && caller.kind === "key") {
-      usageTracker.recordKeyUse(caller.keyId, x.clientAddress, nowMs, options.usageMaxPending, options.usageFlushIntervalMs);
-      usageMeter.add(caller.tenant.slug, "requests", 1, nowMs, options.usageMaxPending);
+    const tenant = x.tenant;
+    if (forwarded && caller.kind === "key") usageTracker.recordKeyUse(caller.keyId, x.clientAddress, nowMs, options.usageMaxPending, options.usageFlushIntervalMs);
+    if (forwarded && tenant !== null) {
+      usageMeter.add(tenant.slug, "requests", 1, nowMs, options.usageMaxPending);
       const bytesIn = x.declaredBytes ?? 0;
-      if (bytesIn > 0) usageMeter.add(caller.tenant.slug, "bytes_in", bytesIn, nowMs, options.usageMaxPending);
+      if (bytesIn > 0) usageMeter.add(tenant.slug, "bytes_in", bytesIn, nowMs, options.usageMaxPending);
     }
     if (options.requestLog) log.raw(requestLogLine(x, status, bytesOut, nowMs));
     flushUsage(x, nowMs, options.usageFlushIntervalMs);
@@ -197,8 +198,9 @@ export function forwardToOrigin(options: ForwardOptions): (x: Exchange) => Promi
     const caller = x.caller;
     const headers = originRequestHeaders(x.request.headers, {
       clientAddress: x.clientAddress,
-      tenant: caller.kind === "key" ? caller.tenant.slug : null,
+      tenant: x.tenant?.slug ?? null,
       keyId: caller.kind === "key" ? caller.keyId : null,
+      caller: caller.kind === "jwt" ? caller.callerKey : null,
       stripCredential: options.stripCredential,
     });
     const target = base === null ? x.request.url : originUrlFor(base, x.path, x.search);

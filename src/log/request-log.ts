@@ -40,7 +40,7 @@ export function requestLogLine(x: Exchange, status: number, bytesOut: number | n
     event: "request",
     format_version: REQUEST_LOG_FORMAT_VERSION,
     at_unix_ms: x.startedAtMs,
-    tenant: caller.kind === "key" ? caller.tenant.slug : null,
+    tenant: x.tenant?.slug ?? null,
     key_id: caller.kind === "key" ? caller.keyId : null,
     method: x.method,
     path: x.path,

@@ -11,6 +11,8 @@ export interface ForwardIdentity {
   readonly clientAddress: string;
   readonly tenant: string | null;
   readonly keyId: string | null;
+  /** `jwt:<hex>` for a JWT caller (X-Tollgate-Caller), else null. */
+  readonly caller: string | null;
   /** Remove the credential headers before forwarding (`strip_credential`). */
   readonly stripCredential: boolean;
 }
@@ -47,6 +49,7 @@ export function originRequestHeaders(incoming: Headers, who: ForwardIdentity): H
   pairs.push(["x-forwarded-for", who.clientAddress], ["x-real-ip", who.clientAddress]);
   if (who.tenant !== null) pairs.push(["x-tollgate-tenant", who.tenant]);
   if (who.keyId !== null) pairs.push(["x-tollgate-key-id", who.keyId]);
+  if (who.caller !== null) pairs.push(["x-tollgate-caller", who.caller]);
   return new Headers(pairs);
 }
 
