@@ -25,25 +25,35 @@ export interface Growth {
 }
 
 /**
- * What reserving `bytes` for an object adds to what the tenant holds, given
- * its stored size (`ownerBytes`, null when not stored) and the largest upload
- * of it already in flight (`maxLiveBytes`, null when none); or "dedup" when
- * the upload changes nothing: the same size as stored, nothing in flight.
+ * Reserving `bytes` for an object, given its stored size (`ownerBytes`, null
+ * when not stored) and the largest upload of it already in flight
+ * (`maxLiveBytes`, null when none): "dedup" when the upload changes nothing
+ * (the same size as stored, nothing in flight), else two figures.
  *
- * Per object the room held is max(in flight) − stored (when positive), plus
- * one object while it is not stored. That bounds every order of commits,
- * because the last commit sets the size; so committed + held never grows
- * except here, where it is checked. A remove or a shrink while an overwrite
- * is in flight moves room from committed to held, never creating any.
+ * `held`: what it adds to the room the tenant holds. Per object the room
+ * held is max(in flight) − stored (when positive), plus one object while it
+ * is not stored. That bounds every order of commits, because the last commit
+ * sets the size; so committed + held never grows except here, where it is
+ * checked. A remove or a shrink while an overwrite is in flight moves room
+ * from committed to held, never creating any.
+ *
+ * `own`: the upload's growth over the stored object alone (new − old when
+ * positive; one object when not stored), ignoring other uploads in flight.
+ * The org is asked for this: another upload of the object that covers this
+ * one at the tenant may be one the org refuses, so it cannot cover it there.
  */
-export function uploadGrowth(ownerBytes: number | null, maxLiveBytes: number | null, bytes: number): Growth | "dedup" {
+export function uploadGrowth(ownerBytes: number | null, maxLiveBytes: number | null, bytes: number): { held: Growth; own: Growth } | "dedup" {
   // With an upload of the object in flight, a same-size upload still has to
   // commit: otherwise the size recorded would be whichever other one commits.
   if (ownerBytes === bytes && maxLiveBytes === null) return "dedup";
   const base = ownerBytes ?? 0;
   const heldBefore = maxLiveBytes === null ? 0 : Math.max(0, maxLiveBytes - base);
   const heldAfter = Math.max(0, Math.max(maxLiveBytes ?? 0, bytes) - base);
-  return { bytes: heldAfter - heldBefore, objects: ownerBytes === null && maxLiveBytes === null ? 1 : 0 };
+  const newObject = ownerBytes === null ? 1 : 0;
+  return {
+    held: { bytes: heldAfter - heldBefore, objects: maxLiveBytes === null ? newObject : 0 },
+    own: { bytes: Math.max(0, bytes - base), objects: newObject },
+  };
 }
 
 export interface Exceeded {

@@ -105,18 +105,19 @@ export interface TenantReport {
 
 /**
  * - `reserved`: the upload may go ahead; commit or release `reservationId`
- *   after (always: even a reservation that holds nothing moves the owner
+ *   after (always: even a reservation that grows nothing moves the owner
  *   record to the new size at commit). `growthBytes` and `growthObjects`
- *   (0 or 1) are the room this reservation added to what the tenant holds:
- *   the whole size for a new object, new − old when positive for an
- *   overwrite, less (down to 0) when another upload of the same object in
- *   flight already holds that room. The org is asked for the same growth.
+ *   (0 or 1) are the upload's growth over the stored object: the whole size
+ *   and one object for a new object, new − old when positive for an
+ *   overwrite. The org must admit it when either is above 0. (What the
+ *   tenant holds for it can be less: another upload of the same object in
+ *   flight may already cover it; see UsageResult.)
  * - `dedup`: the tenant already owns the object at exactly this size and no
  *   other upload of it is in flight; no quota charged, nothing to commit or
  *   release.
  * - `exceeded`: the upload would pass the hard quota of `kind`. `usage` is the
- *   committed usage plus what live reservations hold, `requested` the growth
- *   this upload asked for (bytes, or 1 for `objects`), `quota` the hard limit.
+ *   committed usage plus what live reservations hold, `requested` what this
+ *   upload would add to that (bytes, or 1 for `objects`), `quota` the hard limit.
  */
 export type ReserveResult =
   | { status: "reserved"; reservationId: string; growthBytes: number; growthObjects: number; report: TenantReport }

@@ -175,7 +175,7 @@ export class TenantQuotaStore {
       // The counters drifted below the rows they count (corrupted by hand):
       // recount rather than go negative. The rows are already changed.
       const after = this.recount();
-      console.warn(JSON.stringify({ event: "quota_counter_drift", during, before: { bytes: before.bytes, objects: before.objects }, after }));
+      console.warn(JSON.stringify({ level: "warn", at_unix_ms: Date.now(), event: "quota_counter_drift", during, before: { bytes: before.bytes, objects: before.objects }, after }));
       return;
     }
     this.#sql.exec(SQL.addToCounters, bytes, objects);

@@ -37,23 +37,16 @@ import type {
   TenantReport,
   UsageResult,
 } from "./quota-types";
-import { INSERT_AUDIT, migrate } from "./tenant-quota-sql";
+import { migrate } from "./sql-migrations";
+import { type OwnAudit, writeOwnAudits } from "./tenant-quota-audit";
+import { MIGRATIONS } from "./tenant-quota-sql";
 import { TenantQuotaStore, type Outcome, type ReservationRow } from "./tenant-quota-store";
 
 /** How long a settled ref is remembered, so a replay within it changes nothing. */
 const LEDGER_RETENTION_MS = 24 * 60 * 60 * 1000;
-/** Audit rows per D1 batch when the object records events itself. */
-const AUDIT_ROWS_PER_BATCH = 50;
 const NO_CHANGE = { bytes: 0, objects: 0 } as const;
 /** A commit replayed after it was settled once as one of these changes nothing. */
 const COMMITTED: ReadonlySet<Outcome> = new Set(["committed", "late_committed", "dedup"]);
-
-/** One audit event the object writes to D1 itself (at, kind, subject = the object, detail). */
-interface OwnAudit {
-  kind: "reservation_expired" | "reservation_late_commit";
-  object: string;
-  detail: Record<string, unknown>;
-}
 
 export class TenantQuota extends DurableObject<Env> {
   readonly #store: TenantQuotaStore;
@@ -63,7 +56,7 @@ export class TenantQuota extends DurableObject<Env> {
     super(ctx, env);
     // Synchronous, so it completes before the first call is delivered; a
     // failure fails construction, and the edge answers 503 (fail closed).
-    migrate(ctx.storage);
+    migrate(ctx.storage, MIGRATIONS);
     this.#store = new TenantQuotaStore(ctx.storage.sql);
   }
 
@@ -188,7 +181,7 @@ export class TenantQuota extends DurableObject<Env> {
     });
     const next = this.#store.nextExpiry();
     if (next !== null) await this.ctx.storage.setAlarm(next);
-    if (expired.length > 0) await this.#writeAudits(expired.map(expiredAudit), nowMs);
+    if (expired.length > 0) await writeOwnAudits(this.env.DB, this.#tenantSlug(), expired.map(expiredAudit), nowMs);
   }
 
   #reserve(i: ReserveInput): ReserveResult {
@@ -206,14 +199,14 @@ export class TenantQuota extends DurableObject<Env> {
     }
     const growth = uploadGrowth(this.#store.ownerBytes(i.object), this.#store.maxLiveBytes(i.object), i.bytes);
     if (growth === "dedup") return { status: "dedup" };
-    const over = firstExceeded(this.#store.counters(), this.#store.held(), i.quota, growth);
+    const over = firstExceeded(this.#store.counters(), this.#store.held(), i.quota, growth.held);
     if (over) {
       const audit = this.#auditDue("quota_hard_exceeded", over.kind, over.usage, over.quota, i.nowMs, i.auditWindowMs, over.requested);
       return { status: "exceeded", ...over, audit };
     }
-    this.#store.insertReservation(i.reservationId, i.object, i.bytes, i.expiresAtMs, growth);
+    this.#store.insertReservation(i.reservationId, i.object, i.bytes, i.expiresAtMs, growth.own);
     this.#store.changed();
-    return this.#reserved({ id: i.reservationId, growth_bytes: growth.bytes, growth_objects: growth.objects });
+    return this.#reserved({ id: i.reservationId, growth_bytes: growth.own.bytes, growth_objects: growth.own.objects });
   }
 
   #reserved(r: Pick<ReservationRow, "id" | "growth_bytes" | "growth_objects">): ReserveResult {
@@ -252,7 +245,7 @@ export class TenantQuota extends DurableObject<Env> {
         late: { kind: "reservation_late_commit", object, detail: { bytes, delta_bytes: delta.bytes, reservation_id: i.reservationId } },
       };
     });
-    if (late !== null) await this.#writeAudits([late], i.nowMs);
+    if (late !== null) await writeOwnAudits(this.env.DB, this.#tenantSlug(), [late], i.nowMs);
     return result;
   }
 
@@ -295,22 +288,6 @@ export class TenantQuota extends DurableObject<Env> {
   async #ensureAlarm(atMs: number): Promise<void> {
     const current = await this.ctx.storage.getAlarm();
     if (current === null || current > atMs) await this.ctx.storage.setAlarm(atMs);
-  }
-
-  /** Writes audit events to D1 after the change is durable; a failure is logged (counts only), never thrown. */
-  async #writeAudits(audits: readonly OwnAudit[], nowMs: number): Promise<void> {
-    const tenant = this.#tenantSlug();
-    try {
-      for (let start = 0; start < audits.length; start += AUDIT_ROWS_PER_BATCH) {
-        const rows = audits.slice(start, start + AUDIT_ROWS_PER_BATCH);
-        await this.env.DB.batch(rows.map((a) => this.env.DB.prepare(INSERT_AUDIT).bind(nowMs, a.kind, tenant, a.object, JSON.stringify(a.detail))));
-      }
-    } catch (err) {
-      const kinds = [...new Set(audits.map((a) => a.kind))];
-      console.error(
-        JSON.stringify({ event: "quota_audit_write_failed", tenant, kinds, expired: audits.filter((a) => a.kind === "reservation_expired").length, error: err instanceof Error ? err.name : typeof err }),
-      );
-    }
   }
 
   #rememberTenant(tenant: string): void {

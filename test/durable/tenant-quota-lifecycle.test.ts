@@ -5,7 +5,8 @@ import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it } from "vitest";
 import type { QuotaLimits, ReserveRequest } from "../../src/durable/quota-types";
 import type { TenantQuota } from "../../src/durable/tenant-quota";
-import { MIGRATIONS, migrate } from "../../src/durable/tenant-quota-sql";
+import { migrate } from "../../src/durable/sql-migrations";
+import { MIGRATIONS } from "../../src/durable/tenant-quota-sql";
 import { clearQuotaAlarms, quotaObject } from "./quota-object";
 
 afterEach(async () => {
@@ -148,7 +149,7 @@ describe("migration 2", () => {
       sql.exec("INSERT INTO owners (object, bytes, created_at) VALUES ('a%20b', 10, 1), ('%61', 20, 1), ('a', 30, 1), ('100%25', 40, 1), ('bad%zz', 50, 1)");
       sql.exec("UPDATE counters SET bytes = 150, objects = 5");
       sql.exec("INSERT INTO reservations (id, object, bytes, expires_at) VALUES ('r1', 'c%C3%A9', 5, 9999999999999)");
-      migrate(state.storage);
+      migrate(state.storage, MIGRATIONS);
     });
     const rows = await runInDurableObject(stub, (_, state) => ({
       owners: state.storage.sql.exec<{ object: string; bytes: number }>("SELECT object, bytes FROM owners ORDER BY object").toArray(),

@@ -96,7 +96,8 @@ describe("races on one object", () => {
     const a = upload(tenant, "x", 700, quota);
     const b = upload(tenant, "x", 900, quota);
     expect(await stub.reserve(a)).toMatchObject({ status: "reserved", growthBytes: 600 });
-    expect(await stub.reserve(b)).toMatchObject({ status: "reserved", growthBytes: 200 });
+    expect(await stub.reserve(b)).toMatchObject({ status: "reserved", growthBytes: 800 });
+    // The tenant holds 800, not 600 + 800: only one of the two sizes can end up stored.
     expect(await stub.usage()).toMatchObject({ bytes: 100, reserved_bytes: 800 });
     // 100 + 800 held: a 101-byte new object would pass 1,000 in some commit order.
     expect(await stub.reserve(upload(tenant, "y", 101, quota))).toMatchObject({ status: "exceeded", usage: 900, requested: 101 });

@@ -106,7 +106,9 @@ function expectedReserve(m: Model, quota: QuotaLimits, u: Upload): string {
     const growth = after[kind] - before[kind];
     if (hard !== undefined && growth > 0 && committed[kind] + before[kind] + growth > hard) return `exceeded:${kind}`;
   }
-  return `reserved:${after.bytes - before.bytes}:${after.objects - before.objects}`;
+  // The answer names the upload's own growth over the stored object (what the org is asked for).
+  const owned = m.owners.get(u.object);
+  return `reserved:${Math.max(0, u.bytes - (owned ?? 0))}:${owned === undefined ? 1 : 0}`;
 }
 
 async function step(stub: DurableObjectStub<TenantQuota>, tenant: string, quota: QuotaLimits, m: Model, op: Op): Promise<void> {

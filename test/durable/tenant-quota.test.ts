@@ -93,8 +93,8 @@ describe("reserve and commit", () => {
     const first = upload(tenant, "raced.bin", 100);
     const second = upload(tenant, "raced.bin", 150);
     expect(await stub.reserve(first)).toMatchObject({ status: "reserved", growthBytes: 100, growthObjects: 1 });
-    // Only one size can end up stored: the second holds only what the first does not.
-    expect(await stub.reserve(second)).toMatchObject({ status: "reserved", growthBytes: 50, growthObjects: 0 });
+    // Only one size can end up stored: the tenant holds the larger, once (the growth named is each upload's own).
+    expect(await stub.reserve(second)).toMatchObject({ status: "reserved", growthBytes: 150, growthObjects: 1 });
     expect(await stub.usage()).toMatchObject({ reserved_bytes: 150, reserved_objects: 1, reservations: 2 });
     const a = await stub.commit({ reservationId: first.reservationId, nowMs: Date.now(), quota: {} });
     expect(a).toMatchObject({ status: "committed", bytes: 100, objects: 1, deltaBytes: 100, deltaObjects: 1 });
