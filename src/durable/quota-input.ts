@@ -1,31 +1,41 @@
-// Runtime checks on what the edge sends to TenantQuota. A failure is a bug at
+// Runtime checks on what the edge sends to TenantQuota and OrgQuota. A failure is a bug at
 // the edge (config is validated there, Content-Length parsed there), so it
 // throws a TypeError naming the field, which RPC carries back to the caller.
 
-import type { CommitRequest, QuotaLimits, ReleaseRequest, RemoveRequest, ReserveRequest } from "./quota-types";
+import { MAX_OBJECT_NAME_BYTES, storableObjectName } from "./object-name";
+import type { CommitRequest, QuotaLimits, ReleaseRequest, RemoveRequest, ReserveRequest, TenantReport } from "./quota-types";
 
 const MAX_NAME_CHARS = 4096;
 const DEFAULT_RESERVATION_TTL_S = 900;
 const DEFAULT_AUDIT_WINDOW_S = 60;
 
 /** A safe integer ≥ `min`. */
-function integer(value: unknown, field: string, min = 0): number {
+export function integer(value: unknown, field: string, min = 0): number {
   if (typeof value !== "number" || !Number.isSafeInteger(value) || value < min) {
-    throw new TypeError(`TenantQuota: ${field} must be a safe integer >= ${min}`);
+    throw new TypeError(`quota: ${field} must be a safe integer >= ${min}`);
   }
   return value;
 }
 
-function name(value: unknown, field: string): string {
+/** A tenant or org slug, a reservation id or a ref. */
+export function name(value: unknown, field: string): string {
   if (typeof value !== "string" || value.length === 0 || value.length > MAX_NAME_CHARS) {
-    throw new TypeError(`TenantQuota: ${field} must be a non-empty string of at most ${MAX_NAME_CHARS} characters`);
+    throw new TypeError(`quota: ${field} must be a non-empty string of at most ${MAX_NAME_CHARS} characters`);
   }
   return value;
 }
 
-function record(value: unknown, field: string): Record<string, unknown> {
+/** A decoded object name the store can hold (the edge refuses others with 400 first). */
+function objectName(value: unknown): string {
+  if (typeof value !== "string" || !storableObjectName(value)) {
+    throw new TypeError(`quota: object must be a non-empty, well-formed string of at most ${MAX_OBJECT_NAME_BYTES} UTF-8 bytes`);
+  }
+  return value;
+}
+
+export function record(value: unknown, field: string): Record<string, unknown> {
   if (typeof value !== "object" || value === null || Array.isArray(value)) {
-    throw new TypeError(`TenantQuota: ${field} must be an object`);
+    throw new TypeError(`quota: ${field} must be an object`);
   }
   return value as Record<string, unknown>;
 }
@@ -63,12 +73,11 @@ export interface ReserveInput {
 export function reserveInput(req: ReserveRequest): ReserveInput {
   const r = record(req, "request");
   const nowMs = integer(r.nowMs, "nowMs");
-  const ttlS = r.ttlS === undefined ? DEFAULT_RESERVATION_TTL_S : integer(r.ttlS, "ttlS", 1);
-  const expiresAtMs = nowMs + ttlS * 1000;
-  if (!Number.isSafeInteger(expiresAtMs)) throw new TypeError("TenantQuota: nowMs + ttlS is out of range");
+  const expiresAtMs = nowMs + ttlMs(r.ttlS);
+  if (!Number.isSafeInteger(expiresAtMs)) throw new TypeError("quota: nowMs + ttlS is out of range");
   return {
     tenant: name(r.tenant, "tenant"),
-    object: name(r.object, "object"),
+    object: objectName(r.object),
     bytes: integer(r.bytes, "bytes"),
     quota: quotaLimits(r.quota),
     reservationId: name(r.reservationId, "reservationId"),
@@ -83,15 +92,19 @@ export interface CommitInput {
   nowMs: number;
   quota: QuotaLimits;
   auditWindowMs: number;
+  /** Both or neither: what a late commit records. */
+  upload: { object: string; bytes: number } | null;
 }
 
 export function commitInput(req: CommitRequest): CommitInput {
   const r = record(req, "request");
+  if ((r.object === undefined) !== (r.bytes === undefined)) throw new TypeError("quota: commit takes both object and bytes, or neither");
   return {
     reservationId: name(r.reservationId, "reservationId"),
     nowMs: integer(r.nowMs, "nowMs"),
     quota: quotaLimits(r.quota),
     auditWindowMs: auditWindowMs(r.auditWindowS),
+    upload: r.object === undefined ? null : { object: objectName(r.object), bytes: integer(r.bytes, "bytes") },
   };
 }
 
@@ -102,12 +115,30 @@ export function releaseInput(req: ReleaseRequest): { reservationId: string; nowM
 
 export function removeInput(req: RemoveRequest): { object: string; ref: string; nowMs: number } {
   const r = record(req, "request");
-  return { object: name(r.object, "object"), ref: name(r.ref, "ref"), nowMs: integer(r.nowMs, "nowMs") };
+  return { object: objectName(r.object), ref: name(r.ref, "ref"), nowMs: integer(r.nowMs, "nowMs") };
 }
 
-function auditWindowMs(value: unknown): number {
+export function tenantReport(value: unknown): TenantReport {
+  const r = record(value, "report");
+  return {
+    seq: integer(r.seq, "report.seq"),
+    bytes: integer(r.bytes, "report.bytes"),
+    objects: integer(r.objects, "report.objects"),
+    heldBytes: integer(r.heldBytes, "report.heldBytes"),
+    heldObjects: integer(r.heldObjects, "report.heldObjects"),
+  };
+}
+
+export function auditWindowMs(value: unknown): number {
   const s = value === undefined ? DEFAULT_AUDIT_WINDOW_S : integer(value, "auditWindowS");
   const ms = s * 1000;
-  if (!Number.isSafeInteger(ms)) throw new TypeError("TenantQuota: auditWindowS is out of range");
+  if (!Number.isSafeInteger(ms)) throw new TypeError("quota: auditWindowS is out of range");
+  return ms;
+}
+
+export function ttlMs(value: unknown): number {
+  const s = value === undefined ? DEFAULT_RESERVATION_TTL_S : integer(value, "ttlS", 1);
+  const ms = s * 1000;
+  if (!Number.isSafeInteger(ms)) throw new TypeError("quota: ttlS is out of range");
   return ms;
 }

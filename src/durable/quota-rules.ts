@@ -1,6 +1,7 @@
-// The quota decisions as pure functions of the figures TenantQuota reads in
-// its transaction: whether an upload passes a hard quota, and which kinds sit
-// at or over their soft quota. No storage, no clock.
+// The quota decisions as pure functions of the figures TenantQuota and
+// OrgQuota read in their transactions: what an upload adds to the room held,
+// whether that passes a hard quota, and which kinds sit at or over their soft
+// quota. No storage, no clock.
 
 import type { QuotaKind, QuotaLimits, QuotaWarning } from "./quota-types";
 
@@ -11,10 +12,48 @@ export interface Usage {
   objects: number;
 }
 
-/** Live reservations: their bytes, and how many (each may become one object). */
+/** What live reservations hold (see UsageResult): bytes, and objects not stored yet. */
 export interface Pending {
   bytes: number;
-  count: number;
+  objects: number;
+}
+
+/** What one reservation adds to the room held: bytes, and 0 or 1 object. */
+export interface Growth {
+  bytes: number;
+  objects: number;
+}
+
+/**
+ * Reserving `bytes` for an object, given its stored size (`ownerBytes`, null
+ * when not stored) and the largest upload of it already in flight
+ * (`maxLiveBytes`, null when none): "dedup" when the upload changes nothing
+ * (the same size as stored, nothing in flight), else two figures.
+ *
+ * `held`: what it adds to the room the tenant holds. Per object the room
+ * held is max(in flight) − stored (when positive), plus one object while it
+ * is not stored. That bounds every order of commits, because the last commit
+ * sets the size; so committed + held never grows except here, where it is
+ * checked. A remove or a shrink while an overwrite is in flight moves room
+ * from committed to held, never creating any.
+ *
+ * `own`: the upload's growth over the stored object alone (new − old when
+ * positive; one object when not stored), ignoring other uploads in flight.
+ * The org is asked for this: another upload of the object that covers this
+ * one at the tenant may be one the org refuses, so it cannot cover it there.
+ */
+export function uploadGrowth(ownerBytes: number | null, maxLiveBytes: number | null, bytes: number): { held: Growth; own: Growth } | "dedup" {
+  // With an upload of the object in flight, a same-size upload still has to
+  // commit: otherwise the size recorded would be whichever other one commits.
+  if (ownerBytes === bytes && maxLiveBytes === null) return "dedup";
+  const base = ownerBytes ?? 0;
+  const heldBefore = maxLiveBytes === null ? 0 : Math.max(0, maxLiveBytes - base);
+  const heldAfter = Math.max(0, Math.max(maxLiveBytes ?? 0, bytes) - base);
+  const newObject = ownerBytes === null ? 1 : 0;
+  return {
+    held: { bytes: heldAfter - heldBefore, objects: maxLiveBytes === null ? newObject : 0 },
+    own: { bytes: Math.max(0, bytes - base), objects: newObject },
+  };
 }
 
 export interface Exceeded {
@@ -25,23 +64,20 @@ export interface Exceeded {
 }
 
 /**
- * The first kind (bytes, then objects) whose hard quota the upload would pass:
- * committed usage + live reservations + this upload > hard. Every reservation
- * counts as one object, even two of the same name, so racing uploads can
- * never overshoot (the loser of such a race is turned into a dedup at commit).
- * `usage` in the answer includes the live reservations, since they are what
- * stands between the client and its quota.
+ * The first kind (bytes, then objects) whose hard quota the growth would
+ * pass: committed usage + held + growth > hard. A kind the upload does not
+ * grow is never refused (a shrink, or an overwrite that another upload in
+ * flight already covers, passes even when a lowered quota is already passed).
+ * `usage` in the answer includes what is held, since that is what stands
+ * between the client and its quota.
  */
-export function firstExceeded(committed: Usage, pending: Pending, quota: QuotaLimits, requestedBytes: number): Exceeded | null {
-  const bytesHard = quota.bytes?.hard;
-  if (bytesHard !== undefined) {
-    const usage = committed.bytes + pending.bytes;
-    if (usage + requestedBytes > bytesHard) return { kind: "bytes", quota: bytesHard, usage, requested: requestedBytes };
-  }
-  const objectsHard = quota.objects?.hard;
-  if (objectsHard !== undefined) {
-    const usage = committed.objects + pending.count;
-    if (usage + 1 > objectsHard) return { kind: "objects", quota: objectsHard, usage, requested: 1 };
+export function firstExceeded(committed: Usage, pending: Pending, quota: QuotaLimits, growth: Growth): Exceeded | null {
+  for (const kind of QUOTA_KINDS) {
+    const hard = quota[kind]?.hard;
+    const requested = growth[kind];
+    if (hard === undefined || requested <= 0) continue;
+    const usage = committed[kind] + pending[kind];
+    if (usage + requested > hard) return { kind, quota: hard, usage, requested };
   }
   return null;
 }

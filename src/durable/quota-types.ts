@@ -22,6 +22,8 @@ export interface QuotaWarning {
   kind: QuotaKind;
   usage: number;
   limit: number;
+  /** Set on the org's warnings: the header shows `org:<org> bytes 1900/2000`. */
+  org?: string;
 }
 
 /**
@@ -32,7 +34,10 @@ export interface QuotaWarning {
  */
 export interface AuditDue {
   kind: "quota_soft_exceeded" | "quota_hard_exceeded";
+  /** The tenant the upload belongs to (also for an org's events). */
   tenant: string;
+  /** Set when the quota crossed is the org's (OrgQuota), not the tenant's. */
+  org?: string;
   quotaKind: QuotaKind;
   usage: number;
   limit: number;
@@ -62,6 +67,14 @@ export interface CommitRequest {
   /** The quota in force, for the soft-quota warnings. */
   quota: QuotaLimits;
   auditWindowS?: number;
+  /**
+   * The upload's object and Content-Length, as reserved. With them a commit
+   * that arrives after its reservation expired still records the owner and
+   * the bytes (a late commit: the origin stored them). Without them (the
+   * first RPC shape) such a commit answers `unknown` and counts nothing.
+   */
+  object?: string;
+  bytes?: number;
 }
 
 export interface ReleaseRequest {
@@ -77,47 +90,94 @@ export interface RemoveRequest {
 }
 
 /**
- * - `reserved`: the upload may go ahead; commit or release `reservationId` after.
- * - `dedup`: the tenant already owns the object; no quota charged, nothing to
- *   commit or release.
+ * A tenant's figures after a change, for its org (OrgQuota). `seq` grows with
+ * every change the object makes, so the org keeps the newest report whatever
+ * order reports reach it in. `heldBytes` / `heldObjects` are the room the live
+ * reservations hold (see UsageResult).
+ */
+export interface TenantReport {
+  seq: number;
+  bytes: number;
+  objects: number;
+  heldBytes: number;
+  heldObjects: number;
+}
+
+/**
+ * - `reserved`: the upload may go ahead; commit or release `reservationId`
+ *   after (always: even a reservation that grows nothing moves the owner
+ *   record to the new size at commit). `growthBytes` and `growthObjects`
+ *   (0 or 1) are the upload's growth over the stored object: the whole size
+ *   and one object for a new object, new − old when positive for an
+ *   overwrite. The org must admit it when either is above 0. (What the
+ *   tenant holds for it can be less: another upload of the same object in
+ *   flight may already cover it; see UsageResult.)
+ * - `dedup`: the tenant already owns the object at exactly this size and no
+ *   other upload of it is in flight; no quota charged, nothing to commit or
+ *   release.
  * - `exceeded`: the upload would pass the hard quota of `kind`. `usage` is the
- *   committed usage plus the live reservations of that kind, `requested` the
- *   bytes asked for (or 1 for `objects`), `quota` the hard limit.
+ *   committed usage plus what live reservations hold, `requested` what this
+ *   upload would add to that (bytes, or 1 for `objects`), `quota` the hard limit.
  */
 export type ReserveResult =
-  | { status: "reserved"; reservationId: string }
+  | { status: "reserved"; reservationId: string; growthBytes: number; growthObjects: number; report: TenantReport }
   | { status: "dedup" }
   | { status: "exceeded"; kind: QuotaKind; quota: number; usage: number; requested: number; audit: AuditDue | null };
 
 /**
  * The outcome of commit, release or remove. `bytes` and `objects` are the
- * committed usage afterwards; `deltaBytes` what this call changed it by.
+ * committed usage afterwards; `deltaBytes` / `deltaObjects` what this call
+ * changed it by (negative when it gave room back).
  *
- * - `committed`: the reservation became an owner record (`deltaBytes` > 0),
- *   or the object was owned meanwhile by a racing upload and the reservation
- *   was dropped without charging anything (`deltaBytes` 0).
+ * - `committed`: the owner record now has the upload's size: a new record
+ *   (`deltaObjects` 1), or an existing one moved to the new size (the last
+ *   commit of an object wins; a shrink has `deltaBytes` < 0). `late` when the
+ *   reservation had already expired: recorded anyway, because the origin
+ *   stored the bytes, even past the hard quota; the object writes a
+ *   `reservation_late_commit` audit event to D1 itself.
  * - `released`: the reservation was dropped.
  * - `removed`: the owner record was deleted and its bytes and object given back.
  * - `replayed`: this ref was settled before; nothing changed.
- * - `unknown`: nothing to settle: a commit or release of a reservation that was
- *   never made, or a commit of one already released or expired (the upload is
- *   not counted); a remove of an object the tenant does not own.
+ * - `unknown`: nothing to settle: a release of a reservation that was never
+ *   made; a commit of one never made, released, dropped by a purge, or
+ *   expired more than a day ago (the ledger forgets), or of an expired one
+ *   without `object` and `bytes`; a remove of an object the tenant does not own.
+ *
+ * `report` is the tenant's figures afterwards, for its org.
  */
 export interface SettleResult {
   status: "committed" | "released" | "removed" | "replayed" | "unknown";
   bytes: number;
   objects: number;
   deltaBytes: number;
+  deltaObjects: number;
+  late: boolean;
   warnings: QuotaWarning[];
   audit: AuditDue | null;
+  report: TenantReport;
 }
 
+/**
+ * What live reservations hold is not the sum of their sizes: per object, it
+ * is the largest upload of it in flight minus its stored size (when
+ * positive), and one object for an object not stored yet. That is the most
+ * any order of their commits can add, so it is all they need to hold.
+ */
 export interface UsageResult {
   bytes: number;
   objects: number;
   /** Bytes held by reservations not yet committed, released or expired. */
   reserved_bytes: number;
+  /** Objects held: names not stored yet with an upload in flight. */
+  reserved_objects: number;
+  /** Live reservations (uploads in flight). */
   reservations: number;
+}
+
+/** What `purge` dropped: the committed usage the tenant had. */
+export interface PurgeResult {
+  bytes: number;
+  objects: number;
 }
 
 /** `drift` = after − before: positive when the counters had been too low. */

@@ -5,17 +5,27 @@
 // `transactionSync` with no await before it, so concurrent calls from any
 // number of isolates are serialised here and can never overshoot.
 //
+// Overwrites: an object's owner record has one size, set by the last commit
+// of it. Live reservations hold, per object, the largest upload in flight
+// minus the stored size (quota-rules.ts `uploadGrowth`), which covers every
+// order their commits can land in; so committed + held only grows at a
+// reserve, where it is checked. The exception is a late commit (its
+// reservation expired first): the origin stored the bytes, so they are
+// recorded even past the hard quota.
+//
 // State changes (owner rows, reservations, counters, ledger, audit windows)
 // happen only inside `transactionSync`; the ledger's unique ref makes a
 // replayed commit, release or remove a no-op. The alarm expires reservations
 // nobody settled and writes one `reservation_expired` audit event each to D1.
+// Every change bumps `seq`; settle results carry a TenantReport for the org.
 
 import { DurableObject } from "cloudflare:workers";
-import { commitInput, releaseInput, removeInput, reserveInput, type ReserveInput } from "./quota-input";
-import { firstExceeded, overSoft, type Pending, type Usage } from "./quota-rules";
+import { commitInput, type CommitInput, releaseInput, removeInput, reserveInput, type ReserveInput } from "./quota-input";
+import { firstExceeded, overSoft, uploadGrowth } from "./quota-rules";
 import type {
   AuditDue,
   CommitRequest,
+  PurgeResult,
   QuotaKind,
   QuotaLimits,
   ReindexResult,
@@ -24,29 +34,30 @@ import type {
   ReserveRequest,
   ReserveResult,
   SettleResult,
+  TenantReport,
   UsageResult,
 } from "./quota-types";
-import { INSERT_EXPIRED_AUDIT, migrate, SQL } from "./tenant-quota-sql";
+import { migrate } from "./sql-migrations";
+import { type OwnAudit, writeOwnAudits } from "./tenant-quota-audit";
+import { MIGRATIONS } from "./tenant-quota-sql";
+import { TenantQuotaStore, type Outcome, type ReservationRow } from "./tenant-quota-store";
 
 /** How long a settled ref is remembered, so a replay within it changes nothing. */
 const LEDGER_RETENTION_MS = 24 * 60 * 60 * 1000;
-/** Audit rows per D1 batch when the alarm records expiries. */
-const AUDIT_ROWS_PER_BATCH = 50;
-
-type Outcome = "committed" | "dedup" | "released" | "expired" | "removed" | "unknown" | "reindexed";
-
-type ReservationRow = { id: string; object: string; bytes: number; expires_at: number };
+const NO_CHANGE = { bytes: 0, objects: 0 } as const;
+/** A commit replayed after it was settled once as one of these changes nothing. */
+const COMMITTED: ReadonlySet<Outcome> = new Set(["committed", "late_committed", "dedup"]);
 
 export class TenantQuota extends DurableObject<Env> {
-  readonly #sql: SqlStorage;
+  readonly #store: TenantQuotaStore;
   #tenant: string | null | undefined;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
-    this.#sql = ctx.storage.sql;
     // Synchronous, so it completes before the first call is delivered; a
     // failure fails construction, and the edge answers 503 (fail closed).
-    migrate(ctx.storage);
+    migrate(ctx.storage, MIGRATIONS);
+    this.#store = new TenantQuotaStore(ctx.storage.sql);
   }
 
   /** Reserves room for an upload, or says why not. See ReserveResult. */
@@ -58,39 +69,27 @@ export class TenantQuota extends DurableObject<Env> {
     return result;
   }
 
-  /** Turns a reservation into an owner record; counters change in the same transaction. */
-  commit(req: CommitRequest): SettleResult {
-    const { reservationId, nowMs, quota, auditWindowMs } = commitInput(req);
-    return this.ctx.storage.transactionSync(() => {
-      const held = this.#reservation(reservationId);
-      if (!held) {
-        const outcome = this.#ledgerOutcome(reservationId);
-        if (outcome === "committed" || outcome === "dedup") return this.#result("replayed", 0, quota);
-        return this.#result("unknown", 0);
-      }
-      this.#sql.exec(SQL.deleteReservation, reservationId);
-      if (this.#ownerBytes(held.object) !== null) {
-        // Two uploads of one object raced and the other committed first: the
-        // tenant owns it once, so this one charges nothing.
-        this.#ledger(reservationId, "dedup", held.object, 0, 0, nowMs);
-        return this.#result("committed", 0, quota, nowMs, auditWindowMs);
-      }
-      this.#sql.exec(SQL.insertOwner, held.object, held.bytes, nowMs);
-      this.#sql.exec(SQL.addToCounters, held.bytes, 1);
-      this.#ledger(reservationId, "committed", held.object, held.bytes, 1, nowMs);
-      return this.#result("committed", held.bytes, quota, nowMs, auditWindowMs);
-    });
+  /**
+   * Sets the owner record to the reserved upload's size, counters in the same
+   * transaction. A commit whose reservation expired still records the upload
+   * when the request names it (`object`, `bytes`): a late commit, audited.
+   */
+  commit(req: CommitRequest): Promise<SettleResult> {
+    // Checked before any promise, so a bad request throws at once.
+    const input = commitInput(req);
+    return this.#commit(input);
   }
 
   /** Drops a reservation (the origin refused the upload, or it failed). */
   release(req: ReleaseRequest): SettleResult {
     const { reservationId, nowMs } = releaseInput(req);
     return this.ctx.storage.transactionSync(() => {
-      const held = this.#reservation(reservationId);
-      if (!held) return this.#result(this.#ledgerOutcome(reservationId) === null ? "unknown" : "replayed", 0);
-      this.#sql.exec(SQL.deleteReservation, reservationId);
-      this.#ledger(reservationId, "released", held.object, 0, 0, nowMs);
-      return this.#result("released", 0);
+      const held = this.#store.reservation(reservationId);
+      if (!held) return this.#result(this.#store.ledgerEntry(reservationId) === null ? "unknown" : "replayed", NO_CHANGE);
+      this.#store.deleteReservation(reservationId);
+      this.#store.ledger(reservationId, "released", held.object, NO_CHANGE, nowMs);
+      this.#store.changed();
+      return this.#result("released", NO_CHANGE);
     });
   }
 
@@ -98,45 +97,66 @@ export class TenantQuota extends DurableObject<Env> {
   remove(req: RemoveRequest): SettleResult {
     const { object, ref, nowMs } = removeInput(req);
     return this.ctx.storage.transactionSync(() => {
-      if (this.#ledgerOutcome(ref) !== null) return this.#result("replayed", 0);
-      const bytes = this.#ownerBytes(object);
+      if (this.#store.ledgerEntry(ref) !== null) return this.#result("replayed", NO_CHANGE);
+      const bytes = this.#store.deleteOwner(object);
       if (bytes === null) {
         // Remembered too, so a replay after the object is uploaded again does not delete it.
-        this.#ledger(ref, "unknown", object, 0, 0, nowMs);
-        return this.#result("unknown", 0);
+        this.#store.ledger(ref, "unknown", object, NO_CHANGE, nowMs);
+        return this.#result("unknown", NO_CHANGE);
       }
-      const before = this.#counters();
-      this.#sql.exec(SQL.deleteOwner, object);
-      if (before.bytes < bytes || before.objects < 1) {
-        // The counters drifted below the rows they count (corrupted by hand):
-        // recount rather than go negative.
-        const after = this.#recount();
-        console.warn(JSON.stringify({ event: "quota_counter_drift", during: "remove", before, after }));
-      } else {
-        this.#sql.exec(SQL.addToCounters, -bytes, -1);
-      }
-      this.#ledger(ref, "removed", object, -bytes, -1, nowMs);
-      return this.#result("removed", -bytes);
+      const delta = { bytes: -bytes, objects: -1 };
+      this.#store.ledger(ref, "removed", object, delta, nowMs);
+      this.#store.changed();
+      return this.#result("removed", delta);
     });
   }
 
   usage(): UsageResult {
-    const committed = this.#counters();
-    const pending = this.#pending();
-    return { bytes: committed.bytes, objects: committed.objects, reserved_bytes: pending.bytes, reservations: pending.count };
+    const committed = this.#store.counters();
+    const held = this.#store.held();
+    return { bytes: committed.bytes, objects: committed.objects, reserved_bytes: held.bytes, reserved_objects: held.objects, reservations: this.#store.liveCount() };
+  }
+
+  /** The tenant's figures now, for its org (OrgQuota pulls them when it joins the tenant or its view is old). */
+  report(): TenantReport {
+    return this.#store.report();
   }
 
   /** Recounts the counters from the owner rows, fixes them, and reports the drift. */
   reindex(): ReindexResult {
     return this.ctx.storage.transactionSync(() => {
-      const before = this.#counters();
-      const after = this.#recount();
+      const c = this.#store.counters();
+      const before = { bytes: c.bytes, objects: c.objects };
+      const after = this.#store.recount();
       const drift = { bytes: after.bytes - before.bytes, objects: after.objects - before.objects };
       if (drift.bytes !== 0 || drift.objects !== 0) {
-        this.#ledger(`reindex:${crypto.randomUUID()}`, "reindexed", null, drift.bytes, drift.objects, Date.now());
+        this.#store.ledger(`reindex:${crypto.randomUUID()}`, "reindexed", null, drift, Date.now());
+        this.#store.changed();
       }
       return { before, after, drift };
     });
+  }
+
+  /**
+   * Empties the object for a deleted tenant: owners, reservations, counters,
+   * ledger, audit windows, the tenant slug, and the alarm. Returns the
+   * committed usage it dropped. Reservations in flight are remembered as
+   * `purged`, so their commits count nothing in the tenant created again
+   * under the same slug; `seq` keeps growing, so the org never mistakes an
+   * older report for a newer one. Idempotent.
+   */
+  async purge(): Promise<PurgeResult> {
+    const dropped = this.ctx.storage.transactionSync(() => {
+      const c = this.#store.counters();
+      const inFlight = this.#store.liveReservationIds();
+      this.#store.purge();
+      const nowMs = Date.now();
+      for (const r of inFlight) this.#store.ledger(r.id, "purged", r.object, NO_CHANGE, nowMs);
+      return { bytes: c.bytes, objects: c.objects };
+    });
+    this.#tenant = undefined;
+    await this.ctx.storage.deleteAlarm();
+    return dropped;
   }
 
   /**
@@ -150,40 +170,83 @@ export class TenantQuota extends DurableObject<Env> {
   override async alarm(): Promise<void> {
     const nowMs = Date.now();
     const expired = this.ctx.storage.transactionSync(() => {
-      const due = this.#sql.exec<ReservationRow>(SQL.dueReservations, nowMs).toArray();
+      const due = this.#store.dueReservations(nowMs);
       for (const r of due) {
-        this.#sql.exec(SQL.deleteReservation, r.id);
-        this.#ledger(r.id, "expired", r.object, 0, 0, nowMs);
+        this.#store.deleteReservation(r.id);
+        this.#store.ledger(r.id, "expired", r.object, NO_CHANGE, nowMs);
       }
-      this.#sql.exec(SQL.pruneLedger, nowMs - LEDGER_RETENTION_MS);
+      if (due.length > 0) this.#store.changed();
+      this.#store.pruneLedger(nowMs - LEDGER_RETENTION_MS);
       return due;
     });
-    const next = this.#sql.exec<{ at: number | null }>(SQL.nextExpiry).one().at;
+    const next = this.#store.nextExpiry();
     if (next !== null) await this.ctx.storage.setAlarm(next);
-    if (expired.length > 0) await this.#auditExpired(expired, nowMs);
+    if (expired.length > 0) await writeOwnAudits(this.env.DB, this.#tenantSlug(), expired.map(expiredAudit), nowMs);
   }
 
   #reserve(i: ReserveInput): ReserveResult {
     this.#rememberTenant(i.tenant);
-    const held = this.#reservation(i.reservationId);
+    const held = this.#store.reservation(i.reservationId);
     if (held) {
       // A retried reserve whose first answer was lost: same reservation.
       if (held.object !== i.object || held.bytes !== i.bytes) {
         throw new TypeError("TenantQuota: reservationId reused for a different upload");
       }
-      return { status: "reserved", reservationId: i.reservationId };
+      return this.#reserved(held);
     }
-    if (this.#ledgerOutcome(i.reservationId) !== null) {
+    if (this.#store.ledgerEntry(i.reservationId) !== null) {
       throw new TypeError("TenantQuota: reservationId was already settled");
     }
-    if (this.#ownerBytes(i.object) !== null) return { status: "dedup" };
-    const over = firstExceeded(this.#counters(), this.#pending(), i.quota, i.bytes);
+    const growth = uploadGrowth(this.#store.ownerBytes(i.object), this.#store.maxLiveBytes(i.object), i.bytes);
+    if (growth === "dedup") return { status: "dedup" };
+    const over = firstExceeded(this.#store.counters(), this.#store.held(), i.quota, growth.held);
     if (over) {
       const audit = this.#auditDue("quota_hard_exceeded", over.kind, over.usage, over.quota, i.nowMs, i.auditWindowMs, over.requested);
       return { status: "exceeded", ...over, audit };
     }
-    this.#sql.exec(SQL.insertReservation, i.reservationId, i.object, i.bytes, i.expiresAtMs);
-    return { status: "reserved", reservationId: i.reservationId };
+    this.#store.insertReservation(i.reservationId, i.object, i.bytes, i.expiresAtMs, growth.own);
+    this.#store.changed();
+    return this.#reserved({ id: i.reservationId, growth_bytes: growth.own.bytes, growth_objects: growth.own.objects });
+  }
+
+  #reserved(r: Pick<ReservationRow, "id" | "growth_bytes" | "growth_objects">): ReserveResult {
+    return { status: "reserved", reservationId: r.id, growthBytes: r.growth_bytes, growthObjects: r.growth_objects, report: this.#store.report() };
+  }
+
+  async #commit(i: CommitInput): Promise<SettleResult> {
+    const { result, late } = this.ctx.storage.transactionSync((): { result: SettleResult; late: OwnAudit | null } => {
+      const held = this.#store.reservation(i.reservationId);
+      if (held) {
+        if (i.upload !== null && (i.upload.object !== held.object || i.upload.bytes !== held.bytes)) {
+          throw new TypeError("TenantQuota: commit names another upload than its reservation");
+        }
+        this.#store.deleteReservation(i.reservationId);
+        const delta = this.#store.setOwner(held.object, held.bytes, i.nowMs);
+        this.#store.ledger(i.reservationId, "committed", held.object, delta, i.nowMs);
+        this.#store.changed();
+        return { result: this.#result("committed", delta, i.quota, i.nowMs, i.auditWindowMs), late: null };
+      }
+      const entry = this.#store.ledgerEntry(i.reservationId);
+      if (entry !== null && COMMITTED.has(entry.outcome)) return { result: this.#result("replayed", NO_CHANGE, i.quota), late: null };
+      // Released (the edge said the origin refused), purged (the tenant was
+      // deleted meanwhile) or never made here (or forgotten: the ledger keeps
+      // a day): nothing to record. Without the upload named, an expired
+      // reservation cannot be recorded either (the first RPC shape).
+      if (entry === null || entry.outcome !== "expired" || i.upload === null) return { result: this.#result("unknown", NO_CHANGE), late: null };
+      if (entry.object !== i.upload.object) throw new TypeError("TenantQuota: commit names another object than its reservation");
+      // Expired: the origin stored the upload anyway, so it is recorded, even
+      // past the hard quota.
+      const { object, bytes } = i.upload;
+      const delta = this.#store.setOwner(object, bytes, i.nowMs);
+      this.#store.relabelLedger(i.reservationId, "late_committed", delta, i.nowMs);
+      this.#store.changed();
+      return {
+        result: { ...this.#result("committed", delta, i.quota, i.nowMs, i.auditWindowMs), late: true },
+        late: { kind: "reservation_late_commit", object, detail: { bytes, delta_bytes: delta.bytes, reservation_id: i.reservationId } },
+      };
+    });
+    if (late !== null) await writeOwnAudits(this.env.DB, this.#tenantSlug(), [late], i.nowMs);
+    return result;
   }
 
   /**
@@ -191,8 +254,8 @@ export class TenantQuota extends DurableObject<Env> {
    * soft-quota warnings; with a time and window too (a real commit, not a
    * replay) the first kind whose audit window is open takes the one audit.
    */
-  #result(status: SettleResult["status"], deltaBytes: number, quota?: QuotaLimits, nowMs?: number, auditWindowMs?: number): SettleResult {
-    const committed = this.#counters();
+  #result(status: SettleResult["status"], delta: { bytes: number; objects: number }, quota?: QuotaLimits, nowMs?: number, auditWindowMs?: number): SettleResult {
+    const committed = this.#store.counters();
     const soft = quota ? overSoft(committed, quota) : [];
     let audit: AuditDue | null = null;
     if (nowMs !== undefined && auditWindowMs !== undefined) {
@@ -201,15 +264,22 @@ export class TenantQuota extends DurableObject<Env> {
         if (audit) break;
       }
     }
-    return { status, bytes: committed.bytes, objects: committed.objects, deltaBytes, warnings: soft.map((s) => s.warning), audit };
+    return {
+      status,
+      bytes: committed.bytes,
+      objects: committed.objects,
+      deltaBytes: delta.bytes,
+      deltaObjects: delta.objects,
+      late: false,
+      warnings: soft.map((s) => s.warning),
+      audit,
+      report: this.#store.report(),
+    };
   }
 
   /** An audit event if none of this kind went out in the window, recording that one now does. */
   #auditDue(event: AuditDue["kind"], quotaKind: QuotaKind, usage: number, limit: number, nowMs: number, windowMs: number, requested?: number): AuditDue | null {
-    const last = this.#sql.exec<{ last_at: number }>(SQL.auditWindow, event, quotaKind).toArray()[0]?.last_at;
-    // Isolates' clocks differ a little: a `nowMs` just behind `last` is inside the window too.
-    if (last !== undefined && nowMs < last + windowMs) return null;
-    this.#sql.exec(SQL.setAuditWindow, event, quotaKind, nowMs);
+    if (!this.#store.takeAuditWindow(event, quotaKind, nowMs, windowMs)) return null;
     const audit: AuditDue = { kind: event, tenant: this.#tenantSlug() ?? "", quotaKind, usage, limit };
     if (requested !== undefined) audit.requested = requested;
     return audit;
@@ -220,38 +290,10 @@ export class TenantQuota extends DurableObject<Env> {
     if (current === null || current > atMs) await this.ctx.storage.setAlarm(atMs);
   }
 
-  async #auditExpired(expired: ReservationRow[], nowMs: number): Promise<void> {
-    const tenant = this.#tenantSlug();
-    try {
-      for (let start = 0; start < expired.length; start += AUDIT_ROWS_PER_BATCH) {
-        const rows = expired.slice(start, start + AUDIT_ROWS_PER_BATCH);
-        await this.env.DB.batch(
-          rows.map((r) =>
-            this.env.DB.prepare(INSERT_EXPIRED_AUDIT).bind(
-              nowMs,
-              tenant,
-              r.object,
-              JSON.stringify({ bytes: r.bytes, reservation_id: r.id, expires_at: r.expires_at }),
-            ),
-          ),
-        );
-      }
-    } catch (err) {
-      console.error(
-        JSON.stringify({
-          event: "quota_audit_write_failed",
-          tenant,
-          expired: expired.length,
-          error: err instanceof Error ? err.name : typeof err,
-        }),
-      );
-    }
-  }
-
   #rememberTenant(tenant: string): void {
     const known = this.#tenantSlug();
     if (known === null) {
-      this.#sql.exec(SQL.setMeta, "tenant", tenant);
+      this.#store.setMeta("tenant", tenant);
       // Not cached yet: the transaction may still roll back.
       this.#tenant = undefined;
     } else if (known !== tenant) {
@@ -260,43 +302,11 @@ export class TenantQuota extends DurableObject<Env> {
   }
 
   #tenantSlug(): string | null {
-    if (this.#tenant === undefined) {
-      const row = this.#sql.exec<{ value: string }>(SQL.meta, "tenant").toArray()[0];
-      this.#tenant = row?.value ?? null;
-    }
+    if (this.#tenant === undefined) this.#tenant = this.#store.meta("tenant");
     return this.#tenant;
   }
+}
 
-  #counters(): Usage {
-    const row = this.#sql.exec<{ bytes: number; objects: number }>(SQL.counters).one();
-    return { bytes: row.bytes, objects: row.objects };
-  }
-
-  #recount(): Usage {
-    const after = this.#sql.exec<{ bytes: number; objects: number }>(SQL.sumOwners).one();
-    this.#sql.exec(SQL.setCounters, after.bytes, after.objects);
-    return { bytes: after.bytes, objects: after.objects };
-  }
-
-  #pending(): Pending {
-    const row = this.#sql.exec<{ bytes: number; count: number }>(SQL.sumReservations).one();
-    return { bytes: row.bytes, count: row.count };
-  }
-
-  #reservation(id: string): ReservationRow | null {
-    const row = this.#sql.exec<Omit<ReservationRow, "id">>(SQL.reservation, id).toArray()[0];
-    return row ? { ...row, id } : null;
-  }
-
-  #ownerBytes(object: string): number | null {
-    return this.#sql.exec<{ bytes: number }>(SQL.ownerBytes, object).toArray()[0]?.bytes ?? null;
-  }
-
-  #ledgerOutcome(ref: string): Outcome | null {
-    return (this.#sql.exec<{ outcome: string }>(SQL.ledgerOutcome, ref).toArray()[0]?.outcome as Outcome | undefined) ?? null;
-  }
-
-  #ledger(ref: string, outcome: Outcome, object: string | null, deltaBytes: number, deltaObjects: number, atMs: number): void {
-    this.#sql.exec(SQL.insertLedger, ref, outcome, object, deltaBytes, deltaObjects, atMs);
-  }
+function expiredAudit(r: ReservationRow): OwnAudit {
+  return { kind: "reservation_expired", object: r.object, detail: { bytes: r.bytes, reservation_id: r.id, expires_at: r.expires_at } };
 }

@@ -69,7 +69,7 @@ describe("expiry", () => {
 
     await lapse(stub, a.reservationId);
     expect(await runDurableObjectAlarm(stub)).toBe(true);
-    expect(await stub.usage()).toEqual({ bytes: 0, objects: 0, reserved_bytes: 200, reservations: 1 });
+    expect(await stub.usage()).toEqual({ bytes: 0, objects: 0, reserved_bytes: 200, reserved_objects: 1, reservations: 1 });
     const first = await expiredAudits(tenant);
     expect(first).toHaveLength(1);
     expect(first[0]).toMatchObject({ kind: "reservation_expired", actor: "quota", tenant, subject: "a.bin" });
@@ -78,7 +78,7 @@ describe("expiry", () => {
 
     await lapse(stub, b.reservationId);
     expect(await runDurableObjectAlarm(stub)).toBe(true);
-    expect(await stub.usage()).toEqual({ bytes: 0, objects: 0, reserved_bytes: 0, reservations: 0 });
+    expect(await stub.usage()).toEqual({ bytes: 0, objects: 0, reserved_bytes: 0, reserved_objects: 0, reservations: 0 });
     expect((await expiredAudits(tenant)).map((r) => r.subject)).toEqual(["a.bin", "b.bin"]);
     expect(await alarmAt(stub)).toBeNull();
     expect(await runDurableObjectAlarm(stub)).toBe(false);
@@ -96,11 +96,11 @@ describe("expiry", () => {
       await instance.alarm();
     });
     expect(await expiredAudits(tenant)).toHaveLength(1);
-    expect(await stub.usage()).toEqual({ bytes: 0, objects: 0, reserved_bytes: 20, reservations: 1 });
+    expect(await stub.usage()).toEqual({ bytes: 0, objects: 0, reserved_bytes: 20, reserved_objects: 1, reservations: 1 });
     expect(await alarmAt(stub)).toBe(live.nowMs + 900_000);
   });
 
-  it("frees the room at expiry; a late commit counts nothing and a late release is a replay", async () => {
+  it("frees the room at expiry; a late commit that does not name its upload counts nothing, a late release is a replay", async () => {
     const { tenant, stub } = quotaObject("late");
     const quota = { bytes: { hard: 100 } };
     const slow = upload(tenant, "slow.bin", 100, quota);
@@ -121,7 +121,7 @@ describe("expiry", () => {
     await evictDurableObject(stub);
     await lapse(stub, r.reservationId);
     expect(await runDurableObjectAlarm(stub)).toBe(true);
-    expect(await stub.usage()).toEqual({ bytes: 0, objects: 0, reserved_bytes: 0, reservations: 0 });
+    expect(await stub.usage()).toEqual({ bytes: 0, objects: 0, reserved_bytes: 0, reserved_objects: 0, reservations: 0 });
     expect(await expiredAudits(tenant)).toHaveLength(1);
   });
 
@@ -141,7 +141,7 @@ describe("expiry", () => {
       await instance.alarm();
     });
     await evictDurableObject(stub);
-    expect(await stub.usage()).toEqual({ bytes: 0, objects: 0, reserved_bytes: 0, reservations: 0 });
+    expect(await stub.usage()).toEqual({ bytes: 0, objects: 0, reserved_bytes: 0, reserved_objects: 0, reservations: 0 });
     expect(await expiredAudits(tenant)).toHaveLength(0);
     const line = logged.mock.calls.map((c) => String(c[0])).find((l) => l.includes("quota_audit_write_failed"));
     expect(line).toBeDefined();

@@ -39,13 +39,29 @@ describe("reserve and commit", () => {
   it("holds a reservation, then commits it to an owner record counted once", async () => {
     const { tenant, stub } = quotaObject("commit");
     const req = upload(tenant, "a.bin", 100, { bytes: { hard: 1000 } });
-    expect(await stub.reserve(req)).toEqual({ status: "reserved", reservationId: req.reservationId });
-    expect(await stub.usage()).toEqual({ bytes: 0, objects: 0, reserved_bytes: 100, reservations: 1 });
+    expect(await stub.reserve(req)).toEqual({
+      status: "reserved",
+      reservationId: req.reservationId,
+      growthBytes: 100,
+      growthObjects: 1,
+      report: { seq: 1, bytes: 0, objects: 0, heldBytes: 100, heldObjects: 1 },
+    });
+    expect(await stub.usage()).toEqual({ bytes: 0, objects: 0, reserved_bytes: 100, reserved_objects: 1, reservations: 1 });
     await expectCountersMatchOwners(stub);
 
     const c = await stub.commit({ reservationId: req.reservationId, nowMs: Date.now(), quota: req.quota });
-    expect(c).toEqual({ status: "committed", bytes: 100, objects: 1, deltaBytes: 100, warnings: [], audit: null });
-    expect(await stub.usage()).toEqual({ bytes: 100, objects: 1, reserved_bytes: 0, reservations: 0 });
+    expect(c).toEqual({
+      status: "committed",
+      bytes: 100,
+      objects: 1,
+      deltaBytes: 100,
+      deltaObjects: 1,
+      late: false,
+      warnings: [],
+      audit: null,
+      report: { seq: 2, bytes: 100, objects: 1, heldBytes: 0, heldObjects: 0 },
+    });
+    expect(await stub.usage()).toEqual({ bytes: 100, objects: 1, reserved_bytes: 0, reserved_objects: 0, reservations: 0 });
     await expectCountersMatchOwners(stub);
   });
 
@@ -60,7 +76,7 @@ describe("reserve and commit", () => {
     const quota = { bytes: { hard: 150 } };
     await store(stub, upload(tenant, "same.bin", 100, quota));
     expect(await stub.reserve(upload(tenant, "same.bin", 100, quota))).toEqual({ status: "dedup" });
-    expect(await stub.usage()).toEqual({ bytes: 100, objects: 1, reserved_bytes: 0, reservations: 0 });
+    expect(await stub.usage()).toEqual({ bytes: 100, objects: 1, reserved_bytes: 0, reserved_objects: 0, reservations: 0 });
     await expectCountersMatchOwners(stub);
   });
 
@@ -68,21 +84,23 @@ describe("reserve and commit", () => {
     const { tenant, stub } = quotaObject("retry");
     const req = upload(tenant, "r.bin", 100, { bytes: { hard: 150 } });
     expect((await stub.reserve(req)).status).toBe("reserved");
-    expect(await stub.reserve(req)).toEqual({ status: "reserved", reservationId: req.reservationId });
+    expect(await stub.reserve(req)).toMatchObject({ status: "reserved", reservationId: req.reservationId, growthBytes: 100, growthObjects: 1 });
     expect((await stub.usage()).reserved_bytes).toBe(100);
   });
 
-  it("turns the later commit of two racing uploads of one object into a dedup", async () => {
+  it("holds the larger of two racing first uploads of one object, and counts the last commit's size once", async () => {
     const { tenant, stub } = quotaObject("race");
     const first = upload(tenant, "raced.bin", 100);
     const second = upload(tenant, "raced.bin", 150);
-    expect((await stub.reserve(first)).status).toBe("reserved");
-    expect((await stub.reserve(second)).status).toBe("reserved");
+    expect(await stub.reserve(first)).toMatchObject({ status: "reserved", growthBytes: 100, growthObjects: 1 });
+    // Only one size can end up stored: the tenant holds the larger, once (the growth named is each upload's own).
+    expect(await stub.reserve(second)).toMatchObject({ status: "reserved", growthBytes: 150, growthObjects: 1 });
+    expect(await stub.usage()).toMatchObject({ reserved_bytes: 150, reserved_objects: 1, reservations: 2 });
     const a = await stub.commit({ reservationId: first.reservationId, nowMs: Date.now(), quota: {} });
-    expect(a).toMatchObject({ status: "committed", bytes: 100, objects: 1, deltaBytes: 100 });
+    expect(a).toMatchObject({ status: "committed", bytes: 100, objects: 1, deltaBytes: 100, deltaObjects: 1 });
     const b = await stub.commit({ reservationId: second.reservationId, nowMs: Date.now(), quota: {} });
-    expect(b).toMatchObject({ status: "committed", bytes: 100, objects: 1, deltaBytes: 0 });
-    expect(await stub.usage()).toEqual({ bytes: 100, objects: 1, reserved_bytes: 0, reservations: 0 });
+    expect(b).toMatchObject({ status: "committed", bytes: 150, objects: 1, deltaBytes: 50, deltaObjects: 0 });
+    expect(await stub.usage()).toEqual({ bytes: 150, objects: 1, reserved_bytes: 0, reserved_objects: 0, reservations: 0 });
     await expectCountersMatchOwners(stub);
   });
 });
@@ -104,7 +122,7 @@ describe("hard quota", () => {
     });
     // Exactly filling the quota is allowed.
     expect((await stub.reserve(upload(tenant, "fits.bin", 100, quota))).status).toBe("reserved");
-    expect(await stub.usage()).toEqual({ bytes: 600, objects: 1, reserved_bytes: 400, reservations: 2 });
+    expect(await stub.usage()).toEqual({ bytes: 600, objects: 1, reserved_bytes: 400, reserved_objects: 2, reservations: 2 });
     await expectCountersMatchOwners(stub);
   });
 
@@ -124,7 +142,8 @@ describe("hard quota", () => {
     expect((await stub.reserve(held)).status).toBe("reserved");
     expect((await stub.reserve(upload(tenant, "more.bin", 1, quota))).status).toBe("exceeded");
     const rel = await stub.release({ reservationId: held.reservationId, nowMs: Date.now() });
-    expect(rel).toEqual({ status: "released", bytes: 0, objects: 0, deltaBytes: 0, warnings: [], audit: null });
+    expect(rel).toMatchObject({ status: "released", bytes: 0, objects: 0, deltaBytes: 0, deltaObjects: 0, late: false, warnings: [], audit: null });
+    expect(rel.report).toMatchObject({ heldBytes: 0, heldObjects: 0 });
     expect((await stub.reserve(upload(tenant, "more.bin", 100, quota))).status).toBe("reserved");
   });
 
@@ -135,11 +154,11 @@ describe("hard quota", () => {
     const results = await Promise.all(reqs.map((r) => stub.reserve(r)));
     expect(results.filter((r) => r.status === "reserved")).toHaveLength(10);
     expect(results.filter((r) => r.status === "exceeded")).toHaveLength(20);
-    expect(await stub.usage()).toEqual({ bytes: 0, objects: 0, reserved_bytes: 1000, reservations: 10 });
+    expect(await stub.usage()).toEqual({ bytes: 0, objects: 0, reserved_bytes: 1000, reserved_objects: 10, reservations: 10 });
 
     const admitted = reqs.filter((_, i) => results[i]?.status === "reserved");
     await Promise.all(admitted.map((r) => stub.commit({ reservationId: r.reservationId, nowMs: Date.now(), quota })));
-    expect(await stub.usage()).toEqual({ bytes: 1000, objects: 10, reserved_bytes: 0, reservations: 0 });
+    expect(await stub.usage()).toEqual({ bytes: 1000, objects: 10, reserved_bytes: 0, reserved_objects: 0, reservations: 0 });
     await expectCountersMatchOwners(stub);
   });
 });
@@ -154,19 +173,19 @@ describe("replays", () => {
     expect((await stub.release({ reservationId: dropped.reservationId, nowMs: Date.now() })).status).toBe("released");
 
     const replayCommit = await stub.commit({ reservationId: kept.reservationId, nowMs: Date.now(), quota: {} });
-    expect(replayCommit).toEqual({ status: "replayed", bytes: 100, objects: 1, deltaBytes: 0, warnings: [], audit: null });
+    expect(replayCommit).toMatchObject({ status: "replayed", bytes: 100, objects: 1, deltaBytes: 0, deltaObjects: 0, late: false, warnings: [], audit: null });
     expect((await stub.release({ reservationId: dropped.reservationId, nowMs: Date.now() })).status).toBe("replayed");
     // A release of a committed reservation must not undo the commit.
     expect((await stub.release({ reservationId: kept.reservationId, nowMs: Date.now() })).status).toBe("replayed");
-    expect(await stub.usage()).toEqual({ bytes: 100, objects: 1, reserved_bytes: 0, reservations: 0 });
+    expect(await stub.usage()).toEqual({ bytes: 100, objects: 1, reserved_bytes: 0, reserved_objects: 0, reservations: 0 });
 
     const ref = crypto.randomUUID();
     const removed = await stub.remove({ object: "kept.bin", ref, nowMs: Date.now() });
-    expect(removed).toEqual({ status: "removed", bytes: 0, objects: 0, deltaBytes: -100, warnings: [], audit: null });
+    expect(removed).toMatchObject({ status: "removed", bytes: 0, objects: 0, deltaBytes: -100, deltaObjects: -1, late: false, warnings: [], audit: null });
     await store(stub, upload(tenant, "kept.bin", 70));
     // The same delete replayed after the object was uploaded again leaves the new one alone.
     expect((await stub.remove({ object: "kept.bin", ref, nowMs: Date.now() })).status).toBe("replayed");
-    expect(await stub.usage()).toEqual({ bytes: 70, objects: 1, reserved_bytes: 0, reservations: 0 });
+    expect(await stub.usage()).toEqual({ bytes: 70, objects: 1, reserved_bytes: 0, reserved_objects: 0, reservations: 0 });
     await expectCountersMatchOwners(stub);
   });
 
@@ -208,12 +227,12 @@ describe("durability", () => {
     await stub.reserve(held);
     await evictDurableObject(stub);
 
-    expect(await stub.usage()).toEqual({ bytes: 200, objects: 1, reserved_bytes: 250, reservations: 1 });
+    expect(await stub.usage()).toEqual({ bytes: 200, objects: 1, reserved_bytes: 250, reserved_objects: 1, reservations: 1 });
     expect((await stub.reserve(upload(tenant, "over.bin", 51, quota))).status).toBe("exceeded");
     expect((await stub.commit({ reservationId: kept.reservationId, nowMs: Date.now(), quota })).status).toBe("replayed");
     expect((await stub.commit({ reservationId: held.reservationId, nowMs: Date.now(), quota })).status).toBe("committed");
     await evictDurableObject(stub);
-    expect(await stub.usage()).toEqual({ bytes: 450, objects: 2, reserved_bytes: 0, reservations: 0 });
+    expect(await stub.usage()).toEqual({ bytes: 450, objects: 2, reserved_bytes: 0, reserved_objects: 0, reservations: 0 });
     // The audit window survived (the refusal before eviction used it up) ...
     expect(await stub.reserve(upload(tenant, "over2.bin", 51, quota))).toMatchObject({ status: "exceeded", audit: null });
     // ... and so did the tenant slug: the next window's audit names it.
@@ -261,7 +280,7 @@ describe("input", () => {
       expect(() => instance.release({ reservationId: "r", nowMs: 0.5 })).toThrow(TypeError);
       expect(() => instance.remove({ object: "o", ref: "", nowMs: 1 })).toThrow(TypeError);
     });
-    expect(await stub.usage()).toEqual({ bytes: 0, objects: 0, reserved_bytes: 0, reservations: 0 });
+    expect(await stub.usage()).toEqual({ bytes: 0, objects: 0, reserved_bytes: 0, reserved_objects: 0, reservations: 0 });
     expect((await stub.reserve(upload(tenant, "ok.bin", 10))).status).toBe("reserved");
   });
 
@@ -277,6 +296,6 @@ describe("input", () => {
       expect(await rejection(instance.reserve(upload("someone-else", "b.bin", 10)))).toBeInstanceOf(TypeError);
       expect(await rejection(instance.reserve({ ...req, object: "c.bin" }))).toBeInstanceOf(TypeError);
     });
-    expect(await stub.usage()).toEqual({ bytes: 10, objects: 1, reserved_bytes: 10, reservations: 1 });
+    expect(await stub.usage()).toEqual({ bytes: 10, objects: 1, reserved_bytes: 10, reserved_objects: 1, reservations: 1 });
   });
 });
