@@ -5,6 +5,7 @@
 // optional at run time and so are typed here.
 import type { Config } from "./config";
 import type { ParsedAddress } from "./identity/cidr";
+import type { OrgQuotaRef } from "./durable/quota-client";
 import type { QuotaLimits } from "./durable/quota-types";
 import type { HeaderList } from "./engine/rate-limit-headers";
 import type { KeyLimits, TenantLimits } from "./engine/resolve-limits";
@@ -29,6 +30,8 @@ export interface TenantInfo {
   readonly slug: string;
   readonly limits: TenantLimits | null;
   readonly quota: QuotaLimits | null;
+  /** The tenant's org and the org's quota (an upload must fit both), or null. */
+  readonly org: OrgQuotaRef | null;
 }
 
 /** Who is calling, once the credential step has run. */

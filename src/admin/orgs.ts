@@ -1,7 +1,8 @@
 // Orgs (DESIGN §16): a group of tenants with a quota over all of them. PUT
 // creates or replaces one, GET reads it with its tenants and their usage
-// summed, DELETE is refused (409 conflict) while a tenant names it. A
-// tenant joins or leaves an org through its own PUT (`org`).
+// summed, DELETE is refused (409 conflict) while a tenant names it and
+// empties the org's quota object. A tenant joins or leaves an org through
+// its own PUT (`org`).
 import type { Hono } from "hono";
 import { insertAuditEvent, insertAuditEventWhere } from "../db/audit";
 import { database } from "../db/client";
@@ -13,6 +14,7 @@ import { pageOf, rowsToRead } from "./paging";
 import { presentOrg } from "./present";
 import { tenantSlugSchema } from "./schemas";
 import { stored } from "./storage";
+import { purgeOrgQuota } from "./org-sync";
 import { liveQuotaUsage } from "./usage";
 import { jsonBody, pathParam, validate } from "./validate";
 
@@ -117,6 +119,12 @@ export function registerOrgRoutes(app: Hono<AdminEnv>): void {
       });
     const members = await stored(() => countTenantsOfOrg(db, slug.value));
     if (members > 0) return refuse(members);
+    // Emptied first, as for a tenant: a failure leaves the org in D1 and the delete can be retried.
+    try {
+      await purgeOrgQuota(c.env, slug.value);
+    } catch {
+      return problem("quota_unavailable", { detail: "The org's quota object could not be emptied; nothing was deleted. Retry the delete.", headers: { "retry-after": "1" } });
+    }
     const nowMs = Date.now();
     // The delete only happens if no tenant joined since the count; its audit event only if it happened.
     const [deleted] = await stored(() =>

@@ -37,6 +37,7 @@ async function loadKey(db: Db, digest: string): Promise<KeyRecord | null> {
       slug: row.tenant,
       limits: compileStoredTenantLimits(row.tenantLimits, `tenants.limits of ${row.tenant}`),
       quota: parseStoredQuota(row.quota, `tenants.quota of ${row.tenant}`),
+      org: row.org === null ? null : { slug: row.org, quota: parseStoredQuota(row.orgQuota, `orgs.quota of ${row.org}`) ?? {} },
     },
   };
 }

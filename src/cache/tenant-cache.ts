@@ -6,19 +6,20 @@
 import type { Config } from "../config";
 import type { TenantInfo } from "../context";
 import type { Db } from "../db/client";
-import { getTenant } from "../db/tenants";
+import { findTenantForGateway } from "../db/tenants";
 import { ReadThroughCache } from "./read-through-cache";
 import { compileStoredTenantLimits, parseStoredQuota } from "./stored-limits";
 
 const NEGATIVE_SHARE = 0.25;
 
 async function loadTenant(db: Db, slug: string): Promise<TenantInfo | null> {
-  const row = await getTenant(db, slug);
+  const row = await findTenantForGateway(db, slug);
   if (row === null) return null;
   return {
     slug: row.slug,
     limits: compileStoredTenantLimits(row.limits, `tenants.limits of ${row.slug}`),
     quota: parseStoredQuota(row.quota, `tenants.quota of ${row.slug}`),
+    org: row.org === null ? null : { slug: row.org, quota: parseStoredQuota(row.orgQuota, `orgs.quota of ${row.org}`) ?? {} },
   };
 }
 

@@ -2,7 +2,7 @@
 // validated; timestamps are Unix milliseconds.
 import { asc, eq, gt } from "drizzle-orm";
 import type { Db } from "./client";
-import { tenants } from "./schema";
+import { orgs, tenants } from "./schema";
 
 export interface TenantRow {
   readonly slug: string;
@@ -16,6 +16,25 @@ export interface TenantRow {
 
 export async function getTenant(db: Db, slug: string): Promise<TenantRow | null> {
   const rows = await db.select().from(tenants).where(eq(tenants.slug, slug)).limit(1);
+  return rows[0] ?? null;
+}
+
+/** What the gateway needs of a tenant named by a token's claim: its row and its org's quota JSON (null without an org). */
+export async function findTenantForGateway(db: Db, slug: string): Promise<(TenantRow & { readonly orgQuota: string | null }) | null> {
+  const rows = await db
+    .select({
+      slug: tenants.slug,
+      limits: tenants.limits,
+      quota: tenants.quota,
+      createdAt: tenants.createdAt,
+      updatedAt: tenants.updatedAt,
+      org: tenants.org,
+      orgQuota: orgs.quota,
+    })
+    .from(tenants)
+    .leftJoin(orgs, eq(orgs.slug, tenants.org))
+    .where(eq(tenants.slug, slug))
+    .limit(1);
   return rows[0] ?? null;
 }
 

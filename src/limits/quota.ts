@@ -1,20 +1,25 @@
 // DESIGN §3 step 8 and §5 at the edge. For a `store` route: Content-Length is
-// required (411), the tenant's Durable Object reserves room before the body is
-// read (403 quota_exceeded when it would pass a hard quota, nothing
-// forwarded); the reservation is committed after an origin 2xx or released
-// otherwise by the settlement (src/limits/settle.ts), which runs under
-// waitUntil, so a client that hangs up cannot leave it unsettled. For a
-// `release` route: after an origin 2xx the owner record is removed. One
-// Durable Object call before and one after an upload; none for any other
-// request. The object unreachable → 503 quota_unavailable (fail closed) on
-// store routes only.
+// required (411), an object name the store cannot hold is refused (400
+// invalid_request), and the tenant's (and its org's) quota objects reserve
+// room before the body is read (403 quota_exceeded when it would pass a hard
+// quota, nothing forwarded). The settlement (src/limits/settle.ts), which
+// runs under waitUntil so a client that hangs up cannot skip it, commits
+// after an origin 2xx and releases otherwise. For a `release` route: after an
+// origin 2xx the owner record is removed. The protocol itself — which object
+// is called, in which order, what each answer means — is
+// src/durable/quota-client.ts; this file maps its outcomes to answers. The
+// objects unreachable → 503 quota_unavailable (fail closed) on store routes
+// only.
 //
-// Anonymous callers have no tenant and so no quota: their store routes still
-// need Content-Length, and are otherwise forwarded as they are.
-import type { Exchange, TenantInfo } from "../context";
-import type { AuditDue, QuotaLimits, QuotaWarning, ReserveResult, SettleResult } from "../durable/quota-types";
+// Anonymous callers, and JWT callers whose token names no tenant, have no
+// quota: their store routes still need Content-Length, and are otherwise
+// forwarded as they are.
+import type { Exchange } from "../context";
 import { insertAuditEvent } from "../db/audit";
 import { database } from "../db/client";
+import { type OrgQuotaRef, type QuotaNamespaces, removeObject, reserveUpload, settleUpload, type UploadTicket, warningHeaderValue } from "../durable/quota-client";
+import { objectNameError } from "../durable/object-name";
+import type { AuditDue, QuotaWarning } from "../durable/quota-types";
 import { problem } from "../errors";
 import { errorName, log } from "../log/logger";
 import { keepAlive } from "../utils/wait-until";
@@ -22,19 +27,15 @@ import type { Check } from "./check";
 
 /** Seconds a client is told to wait when the quota object cannot answer. */
 export const QUOTA_UNAVAILABLE_RETRY_AFTER_S = 1;
-const NO_QUOTA: QuotaLimits = {};
 
 /** An upload's reservation, settled once the origin answered. */
-export interface UploadReservation {
-  readonly tenant: string;
-  readonly reservationId: string;
-  readonly quota: QuotaLimits;
-}
+export type UploadReservation = UploadTicket;
 
 /** A delete on a `release` route: the owner record goes once the origin answered 2xx. */
 export interface Removal {
   readonly tenant: string;
-  readonly object: string;
+  readonly org: OrgQuotaRef | null;
+  readonly rawObject: string;
 }
 
 export interface QuotaOptions {
@@ -42,40 +43,16 @@ export interface QuotaOptions {
   readonly auditWindowS: number;
 }
 
-function quotaStub(x: Exchange, tenant: string) {
-  return x.env.TENANT_QUOTA.get(x.env.TENANT_QUOTA.idFromName(tenant));
+function namespaces(x: Exchange): QuotaNamespaces {
+  return { tenant: x.env.TENANT_QUOTA, org: x.env.ORG_QUOTA };
 }
 
-interface MaybeRetryable {
-  retryable?: boolean;
-  overloaded?: boolean;
-}
-
-/**
- * One Durable Object call, retried once only when the runtime marks the error
- * retryable and not overloaded (an overloaded object is not helped by more calls).
- */
-async function callQuota<T>(call: () => Promise<T>): Promise<T> {
-  try {
-    return await call();
-  } catch (err) {
-    const e = err as MaybeRetryable;
-    if (e !== null && typeof e === "object" && e.retryable === true && e.overloaded !== true) return call();
-    throw err;
-  }
-}
-
-/** The object name: the route's `:object` parameter, else the request path. */
-function objectName(x: Exchange): string {
+/** The object name as the route captured it (still percent-encoded). */
+function rawObjectName(x: Exchange): string {
   return x.route?.params.object ?? x.path;
 }
 
-export function warningHeader(warnings: readonly QuotaWarning[]): string | null {
-  if (warnings.length === 0) return null;
-  return warnings.map((w) => `${w.kind} ${w.usage}/${w.limit}`).join(", ");
-}
-
-/** Writes a quota audit event the object handed out, in the background. */
+/** Writes a quota audit event the objects handed out, in the background. */
 export function recordQuotaAudit(x: Exchange, audit: AuditDue | null): void {
   if (audit === null) return;
   const env = x.env;
@@ -87,7 +64,7 @@ export function recordQuotaAudit(x: Exchange, audit: AuditDue | null): void {
       actor: "quota",
       tenant: audit.tenant,
       subject: null,
-      detail: { quota_kind: audit.quotaKind, usage: audit.usage, limit: audit.limit, ...(audit.requested === undefined ? {} : { requested: audit.requested }) },
+      detail: { quota_kind: audit.quotaKind, usage: audit.usage, limit: audit.limit, ...(audit.requested === undefined ? {} : { requested: audit.requested }), ...(audit.org === undefined ? {} : { org: audit.org }) },
     })
       .run()
       .catch((err: unknown) => log.error("audit_write_failed", { error: errorName(err) })),
@@ -98,48 +75,52 @@ function unavailable(x: Exchange): Response | null {
   return x.refuse(
     "quota_unavailable",
     problem("quota_unavailable", {
-      detail: "The tenant's storage quota could not be checked; nothing was stored.",
+      detail: "The storage quota could not be checked; nothing was stored.",
       headers: { "retry-after": String(QUOTA_UNAVAILABLE_RETRY_AFTER_S) },
     }),
   );
 }
 
-async function reserve(x: Exchange, options: QuotaOptions, tenant: TenantInfo, bytes: number): Promise<Response | null> {
-  const quota = tenant.quota ?? NO_QUOTA;
-  const stub = quotaStub(x, tenant.slug);
-  const reservationId = crypto.randomUUID();
-  let reserved: ReserveResult;
-  try {
-    // The RPC stub's types turn a union result into a union of promises; the
-    // value is the plain ReserveResult.
-    reserved = await callQuota(async (): Promise<ReserveResult> =>
-      stub.reserve({
-        tenant: tenant.slug,
-        object: objectName(x),
-        bytes,
-        quota,
-        reservationId,
-        nowMs: Date.now(),
-        ttlS: options.reservationTtlS,
-        auditWindowS: options.auditWindowS,
-      }),
-    );
-  } catch (err) {
-    log.error("quota_reserve_failed", { error: errorName(err) });
-    return unavailable(x);
+function invalidName(x: Exchange, reason: string): Response | null {
+  return x.refuse("invalid_request", problem("invalid_request", { detail: `object: ${reason}`, extras: { field: "object" } }));
+}
+
+async function reserve(x: Exchange, options: QuotaOptions, bytes: number): Promise<Response | null> {
+  const tenant = x.tenant!;
+  const outcome = await reserveUpload(namespaces(x), {
+    tenant: tenant.slug,
+    quota: tenant.quota ?? {},
+    org: tenant.org,
+    rawObject: rawObjectName(x),
+    bytes,
+    nowMs: Date.now(),
+    ttlS: options.reservationTtlS,
+    auditWindowS: options.auditWindowS,
+  });
+  switch (outcome.kind) {
+    case "reserved":
+      x.upload = outcome.ticket;
+      return null;
+    case "dedup":
+      return null;
+    case "invalid":
+      return invalidName(x, outcome.reason);
+    case "unavailable":
+      log.error("quota_reserve_failed", { scope: outcome.scope });
+      return unavailable(x);
+    case "exceeded": {
+      recordQuotaAudit(x, outcome.audit);
+      const whose = outcome.scope === "org" ? `org ${outcome.org}'s` : "tenant's";
+      const unit = outcome.quotaKind === "bytes" ? "bytes" : "object";
+      return x.refuse(
+        "quota_exceeded",
+        problem("quota_exceeded", {
+          detail: `This upload of ${outcome.requested} ${unit} would pass the ${whose} hard ${outcome.quotaKind} quota of ${outcome.quota} (in use: ${outcome.usage}).`,
+          extras: { kind: outcome.quotaKind, quota: outcome.quota, usage: outcome.usage, requested: outcome.requested, org: outcome.scope === "org" ? outcome.org : undefined },
+        }),
+      );
+    }
   }
-  if (reserved.status === "exceeded") {
-    recordQuotaAudit(x, reserved.audit);
-    return x.refuse(
-      "quota_exceeded",
-      problem("quota_exceeded", {
-        detail: `This upload of ${reserved.requested} ${reserved.kind === "bytes" ? "bytes" : "object"} would pass the tenant's hard ${reserved.kind} quota of ${reserved.quota} (in use: ${reserved.usage}).`,
-        extras: { kind: reserved.kind, quota: reserved.quota, usage: reserved.usage, requested: reserved.requested },
-      }),
-    );
-  }
-  if (reserved.status === "reserved") x.upload = { tenant: tenant.slug, reservationId, quota };
-  return null;
 }
 
 /**
@@ -157,9 +138,14 @@ export function quotaCheck(options: QuotaOptions): Check {
         return x.refuse("length_required", problem("length_required", { detail: "Uploads on this route must declare their size in Content-Length." }));
       }
       if (tenant === null) return null;
-      return reserve(x, options, tenant, bytes);
+      return reserve(x, options, bytes);
     }
-    if (tenant !== null) x.removal = { tenant: tenant.slug, object: objectName(x) };
+    if (tenant === null) return null;
+    const rawObject = rawObjectName(x);
+    // A name the store cannot hold is a client error, also on a delete: refused before the origin deletes anything.
+    const reason = objectNameError(rawObject);
+    if (reason !== null) return invalidName(x, reason);
+    x.removal = { tenant: tenant.slug, org: tenant.org, rawObject };
     return null;
   };
 }
@@ -171,37 +157,33 @@ export interface QuotaSettled {
   readonly warnings: readonly QuotaWarning[];
 }
 
+/** `Tollgate-Quota-Warning`: the tenant's kinds at or over their soft quota, then the org's. */
+export function warningHeader(warnings: readonly QuotaWarning[]): string | null {
+  return warningHeaderValue(warnings);
+}
+
 /**
  * Commits (origin 2xx) or releases the upload's reservation, or removes the
  * deleted object's owner record after a 2xx. Never throws: a failure is
  * logged, and an unsettled reservation expires after reservation_ttl_s.
  */
-export async function settleQuota(x: Exchange, options: QuotaOptions, ok: boolean): Promise<QuotaSettled | null> {
+export async function settleQuota(x: Exchange, _options: QuotaOptions, ok: boolean): Promise<QuotaSettled | null> {
   const upload = x.upload;
   if (upload !== null) {
-    const stub = quotaStub(x, upload.tenant);
-    const nowMs = Date.now();
-    let settled: SettleResult;
-    try {
-      settled = ok
-        ? await callQuota(() => stub.commit({ reservationId: upload.reservationId, nowMs, quota: upload.quota, auditWindowS: options.auditWindowS }))
-        : await callQuota(() => stub.release({ reservationId: upload.reservationId, nowMs }));
-    } catch (err) {
-      log.error(ok ? "quota_commit_failed" : "quota_release_failed", { error: errorName(err) });
+    const settled = await settleUpload(namespaces(x), upload, { ok, nowMs: Date.now() });
+    if (settled.kind === "unavailable") {
+      log.error(ok ? "quota_commit_failed" : "quota_release_failed", { tenant_has_org: upload.org !== null });
       return null;
     }
-    recordQuotaAudit(x, settled.audit);
+    for (const audit of settled.audits) recordQuotaAudit(x, audit);
     return { tenant: upload.tenant, deltaBytes: settled.deltaBytes, warnings: settled.warnings };
   }
   const removal = x.removal;
   if (removal !== null && ok) {
-    try {
-      const removed = await callQuota(() => quotaStub(x, removal.tenant).remove({ object: removal.object, ref: crypto.randomUUID(), nowMs: Date.now() }));
-      return { tenant: removal.tenant, deltaBytes: removed.deltaBytes, warnings: [] };
-    } catch (err) {
-      // The origin deleted the object; the bytes stay counted until a reindex.
-      log.error("quota_remove_failed", { error: errorName(err) });
-    }
+    const removed = await removeObject(namespaces(x), { tenant: removal.tenant, org: removal.org, rawObject: removal.rawObject, nowMs: Date.now() });
+    // The origin deleted the object; if the object did not answer, the bytes stay counted until a reindex.
+    if (removed.kind === "unavailable" || removed.kind === "invalid") log.error("quota_remove_failed", { kind: removed.kind });
+    else return { tenant: removal.tenant, deltaBytes: removed.deltaBytes, warnings: [] };
   }
   return null;
 }

@@ -7,6 +7,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { problemOf, unique } from "../helpers";
 import { adminCall, createTenant, jsonOf, mintKey, testConfig } from "./admin-helpers";
+import { quotaUsage, storeBytes } from "./admin-quota-helpers";
 
 const CONFIG = testConfig();
 
@@ -86,5 +87,21 @@ describe("deleting a tenant empties its quota object first", () => {
     const quota = purgingQuota({});
     expect((await problemOf(await adminCall("DELETE", `/tenants/${unique("nobody")}`, CONFIG, { env: { TENANT_QUOTA: quota.ns } }))).code).toBe("not_found");
     expect(quota.purges).toEqual([]);
+  });
+
+  it("starts a tenant created again under the same slug at zero (issue 10 item 4)", async () => {
+    const tenant = unique("again");
+    const quota = { bytes: { hard: 1000 } };
+    await createTenant(CONFIG, tenant, { quota });
+    await storeBytes(tenant, "big", 600, quota);
+    expect((await quotaUsage(tenant)).bytes).toBe(600);
+    await jsonOf(await adminCall("DELETE", `/tenants/${tenant}`, CONFIG), 200);
+    expect(await quotaUsage(tenant)).toMatchObject({ bytes: 0, objects: 0, reserved_bytes: 0, reservations: 0 });
+    await createTenant(CONFIG, tenant, { quota });
+    // The reproduction of the issue: this 600-byte upload under a 1,000-byte quota was refused, and "big" was a dedup hit.
+    await storeBytes(tenant, "big", 600, quota);
+    expect(await quotaUsage(tenant)).toMatchObject({ bytes: 600, objects: 1 });
+    const { events } = await jsonOf<{ events: { kind: string; detail: Record<string, unknown> }[] }>(await adminCall("GET", `/audit?tenant=${tenant}&kind=tenant_deleted`, CONFIG), 200);
+    expect(events[0]?.detail.purged).toEqual({ bytes: 600, objects: 1 });
   });
 });
