@@ -28,11 +28,11 @@ export interface JsonPath {
   readonly indexes: Int32Array;
   /**
    * `"<key>"` for the last segment that is not a whole number: every JSON
-   * text carrying the path holds these bytes, unless the key is written
-   * with a `\u` escape. Null when every segment is a whole number (then
-   * the path may run through arrays only and no key need appear).
+   * text carrying the path holds this text, unless the key is written with
+   * a `\u` escape. Null when every segment is a whole number (then the path
+   * may run through arrays only and no key need appear).
    */
-  readonly keyLiteral: Uint8Array | null;
+  readonly keyLiteral: string | null;
 }
 
 /** Null when `path` is a valid cost path, else the reason. */
@@ -64,6 +64,6 @@ export function compileJsonPath(path: string): JsonPath {
     text: path,
     keys: Object.freeze(segments.map((s) => encoder.encode(s))),
     indexes,
-    keyLiteral: literalKey === null ? null : encoder.encode(`"${literalKey}"`),
+    keyLiteral: literalKey === null ? null : `"${literalKey}"`,
   });
 }

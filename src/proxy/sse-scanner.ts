@@ -5,78 +5,58 @@
 // `data: [DONE]`; Anthropic's `message_delta` events count the same way).
 //
 // Events are split as the HTML standard's event-stream parser splits them:
-// lines end in CRLF, LF or CR; a blank line dispatches; `data` lines join
-// with LF (one leading space after the colon dropped); comments and other
-// fields are skipped; a leading byte order mark is dropped; an event cut off
-// by the end of the stream (no blank line after it) is not dispatched.
+// the stream is UTF-8 (a leading BOM dropped, bad bytes replaced); lines end
+// in CRLF, LF or CR; a blank line dispatches; `data` lines join with LF (one
+// leading space after the colon dropped); comments and other fields are
+// skipped; an event cut off by the end of the stream is not dispatched.
 //
-// Cost: the stream is read once, byte by byte, without decoding. An event is
-// read as JSON only if its data holds the quoted last key of the path
-// (`"total_tokens"`) or a `\u` escape (which could spell that key); a small
-// matcher runs over the data as it passes, so the chunks without usage cost
-// one comparison loop. An event's data is held only while it is split
-// across chunks or lines, and at most MAX_SSE_EVENT_BYTES of it: a larger
-// event is skipped. The stream as a whole has no bound.
+// Cost. Each chunk is decoded once (native) and searched with the engine's
+// string search, which is several times cheaper than a JavaScript loop over
+// the bytes (bench/response-cost.mjs): line breaks become LF, the last blank
+// line splits complete events from the one still arriving, and only an event
+// holding the quoted last key of the path (`"total_tokens"`) or a `\u`
+// escape (which could spell that key) is parsed, line by line, and its data
+// read by JsonPathScanner. The chunks of an OpenAI stream without usage
+// cost a decode and three searches each. The event still arriving is kept
+// (as text) until it completes: an event whose data passes
+// MAX_SSE_EVENT_BYTES, or whose text passes MAX_SSE_EVENT_CHARS, is skipped.
+// The stream as a whole has no bound.
 import type { JsonPath } from "./json-path";
 import { JsonPathScanner, SCAN_COST, SCAN_UNUSABLE } from "./json-path-scanner";
 import { type CostResult, costFound, NOT_FOUND } from "./response-cost-result";
 
-/** The data of one event, LFs included, read at most: a larger event is skipped. */
+/** The data of one event, UTF-8 bytes with the LF after each line, read at most: a larger event is skipped. */
 export const MAX_SSE_EVENT_BYTES = 64 * 1024;
-const FIRST_BUFFER_BYTES = 4096;
+/** The text of one event (fields, comments and all) held at most while it arrives. */
+export const MAX_SSE_EVENT_CHARS = 4 * MAX_SSE_EVENT_BYTES;
 
-const L_FIELD = 0;
-const L_SPACE = 1;
-const L_DATA = 2;
-const L_SKIP = 3;
-
-const DATA = [0x64, 0x61, 0x74, 0x61];
-const BOM = [0xef, 0xbb, 0xbf];
-const LF = new Uint8Array([0x0a]);
-
-function endOfLine(b: Uint8Array, from: number, end: number): number {
-  let j = from;
-  while (j < end) {
-    const c = b[j]!;
-    if (c === 0x0a || c === 0x0d) break;
-    j++;
-  }
-  return j;
-}
+const LF = 10;
+const CR = 13;
 
 export class SseCostScanner {
+  readonly #decoder = new TextDecoder();
+  readonly #encoder = new TextEncoder();
   readonly #json: JsonPathScanner;
-  readonly #literal: Uint8Array | null;
-  // The line being read.
-  #line = L_FIELD;
-  #fieldLength = 0;
-  #fieldIsData = true;
-  /** The last chunk ended in CR: an LF starting the next one belongs to it. */
-  #skipLf = false;
-  /** Bytes of a leading BOM matched so far; −1 once past the start. */
-  #bomPos = 0;
-  // The event being read.
-  #hasData = false;
-  #dataBytes = 0;
-  #tooLarge = false;
-  #candidate = false;
-  #literalPos = 0;
-  #backslash = false;
-  /** The event's data while it is one line inside the current chunk: read in place, not copied. */
-  #direct: Uint8Array | null = null;
-  #directStart = 0;
-  #directEnd = 0;
-  #directLf = false;
-  #buffer: Uint8Array | null = null;
-  #bufferLength = 0;
-  // What the stream has said so far.
+  readonly #literal: string | null;
+  /**
+   * The text since the end of the last blank line, starting with that LF
+   * (the stream starts as if after one): the event still arriving. Kept as
+   * pieces so a long event is joined once, not once per chunk.
+   */
+  #carry: string[] = ["\n"];
+  #carryChars = 1;
+  #carryEndsWithLf = true;
+  /** Inside an event past MAX_SSE_EVENT_CHARS: dropped until its end. */
+  #skipping = false;
+  /** The last text ended in CR: an LF starting the next one belongs to it. */
+  #pendingCr = false;
   #found = false;
   #cost = 0;
   #sawUnusable = false;
   #sawTooLarge = false;
 
   constructor(path: JsonPath) {
-    this.#json = new JsonPathScanner(path, MAX_SSE_EVENT_BYTES + 1);
+    this.#json = new JsonPathScanner(path, MAX_SSE_EVENT_BYTES);
     this.#literal = path.keyLiteral;
   }
 
@@ -85,74 +65,53 @@ export class SseCostScanner {
     return false;
   }
 
-  push(b: Uint8Array): void {
-    const n = b.length;
-    let i = 0;
-    if (this.#skipLf && n > 0) {
-      this.#skipLf = false;
-      if (b[0] === 0x0a) i = 1;
+  push(chunk: Uint8Array): void {
+    let text = this.#decoder.decode(chunk, { stream: true });
+    if (this.#pendingCr && text.length > 0) {
+      this.#pendingCr = false;
+      if (text.charCodeAt(0) === LF) text = text.slice(1);
     }
-    while (this.#bomPos >= 0 && i < n) {
-      if (b[i] === BOM[this.#bomPos]) {
-        i++;
-        this.#bomPos = this.#bomPos === 2 ? -1 : this.#bomPos + 1;
-      } else {
-        // Not a BOM: the bytes taken for one begin a field name, which is then not "data".
-        this.#fieldLength = this.#bomPos;
-        this.#fieldIsData = this.#bomPos === 0;
-        this.#bomPos = -1;
+    if (text.length === 0) return;
+    if (text.includes("\r")) {
+      this.#pendingCr = text.charCodeAt(text.length - 1) === CR;
+      text = text.replaceAll("\r\n", "\n").replaceAll("\r", "\n");
+    }
+    if (this.#skipping) {
+      // The oversized event ends at the first blank line; what follows starts afresh.
+      let blank = 0;
+      if (!this.#carryEndsWithLf || text.charCodeAt(0) !== LF) {
+        const at = text.indexOf("\n\n");
+        blank = at < 0 ? -1 : at + 1;
       }
-    }
-    while (i < n) {
-      switch (this.#line) {
-        case L_FIELD: {
-          const c = b[i]!;
-          if (c === 0x3a) {
-            i++;
-            if (this.#fieldIsData && this.#fieldLength === 4) {
-              this.#hasData = true;
-              this.#line = L_SPACE;
-            } else this.#line = L_SKIP;
-          } else if (c === 0x0a || c === 0x0d) {
-            if (this.#fieldLength === 0) this.#dispatch();
-            else if (this.#fieldIsData && this.#fieldLength === 4) {
-              // `data` without a colon: an empty value.
-              this.#hasData = true;
-              this.#appendLf();
-            }
-            i = this.#endLine(b, i, n);
-          } else {
-            this.#fieldIsData = this.#fieldIsData && this.#fieldLength < 4 && c === DATA[this.#fieldLength];
-            this.#fieldLength++;
-            i++;
-          }
-          break;
-        }
-        case L_SPACE:
-          if (b[i] === 0x20) i++;
-          this.#line = L_DATA;
-          break;
-        case L_DATA: {
-          const eol = this.#candidate || this.#tooLarge ? endOfLine(b, i, n) : this.#match(b, i, n);
-          this.#appendData(b, i, eol);
-          if (eol === n) i = n;
-          else {
-            this.#appendLf();
-            i = this.#endLine(b, eol, n);
-          }
-          break;
-        }
-        default: {
-          const eol = endOfLine(b, i, n);
-          i = eol === n ? n : this.#endLine(b, eol, n);
-        }
+      if (blank < 0) {
+        this.#carryEndsWithLf = text.charCodeAt(text.length - 1) === LF;
+        return;
       }
+      this.#skipping = false;
+      this.#carry = [];
+      this.#carryChars = 0;
+      this.#carryEndsWithLf = false;
+      text = text.slice(blank);
     }
-    // The chunk is the consumer's once this returns: keep a copy of a pending event, not the chunk.
-    if (this.#direct !== null) this.#materialize();
+    // The last blank line in the text, or one straddling the carry and the text.
+    const lastBlank = text.lastIndexOf("\n\n");
+    if (lastBlank < 0 && !(this.#carryEndsWithLf && text.charCodeAt(0) === LF)) {
+      this.#hold(text);
+      return;
+    }
+    const head = this.#carry.length === 1 ? this.#carry[0]! : this.#carry.join("");
+    const all = head + text;
+    // Complete events fill [0, end): `end` is just past the LF that ends the last blank line.
+    const end = lastBlank >= 0 ? head.length + lastBlank + 2 : head.length + 1;
+    this.#readEvents(all, end);
+    const rest = all.slice(end - 1);
+    this.#carry = [rest];
+    this.#carryChars = rest.length;
+    this.#carryEndsWithLf = rest.charCodeAt(rest.length - 1) === LF;
+    if (this.#carryChars - 1 > MAX_SSE_EVENT_CHARS) this.#skip();
   }
 
-  /** The outcome when the stream ended cleanly. */
+  /** The outcome when the stream ended cleanly (the event still arriving is not dispatched). */
   end(): CostResult {
     if (this.#found) return costFound(this.#cost);
     if (this.#sawTooLarge) return NOT_FOUND.too_large;
@@ -164,138 +123,84 @@ export class SseCostScanner {
     return this.#found ? costFound(this.#cost) : NOT_FOUND.aborted;
   }
 
-  // Runs the key matcher over a data line from `from` until its end (or the
-  // chunk's) and returns that position. The matcher knows the literal starts
-  // and ends with `"` and holds no other, so after a mismatch a match can
-  // only restart at a `"`.
-  #match(b: Uint8Array, from: number, end: number): number {
+  #hold(text: string): void {
+    this.#carry.push(text);
+    this.#carryChars += text.length;
+    this.#carryEndsWithLf = text.charCodeAt(text.length - 1) === LF;
+    if (this.#carryChars - 1 > MAX_SSE_EVENT_CHARS) this.#skip();
+  }
+
+  #skip(): void {
+    this.#sawTooLarge = true;
+    this.#skipping = true;
+    this.#carry = [];
+    this.#carryChars = 0;
+  }
+
+  // Reads the events of all[0, end) that may carry the path, in order.
+  // all[0] is the LF that ended the blank line before the first event; each
+  // event's last line ends with the first LF of the blank line after it.
+  #readEvents(all: string, end: number): void {
     const literal = this.#literal;
     if (literal === null) {
-      this.#candidate = true;
-      return endOfLine(b, from, end);
+      // A path through arrays only: every event may carry it.
+      for (let start = 1; start < end; ) {
+        const stop = all.indexOf("\n\n", start - 1);
+        this.#readEvent(all, start, stop + 1);
+        start = stop + 2;
+      }
+      return;
     }
-    const last = literal.length;
-    let m = this.#literalPos;
-    let backslash = this.#backslash;
-    let j = from;
-    for (; j < end; j++) {
-      const c = b[j]!;
-      if (c === literal[m]) {
-        backslash = false;
-        if (++m === last) {
-          this.#candidate = true;
-          return endOfLine(b, j + 1, end);
+    let nextKey = all.indexOf(literal);
+    let nextEscape = all.indexOf("\\u");
+    let from = 0;
+    for (;;) {
+      if (nextKey >= 0 && nextKey < from) nextKey = all.indexOf(literal, from);
+      if (nextEscape >= 0 && nextEscape < from) nextEscape = all.indexOf("\\u", from);
+      const hit = nextKey < 0 ? nextEscape : nextEscape < 0 ? nextKey : Math.min(nextKey, nextEscape);
+      if (hit < 0 || hit >= end) return;
+      // Neither the key nor `\u` holds an LF, so the blank lines around the hit bound its event.
+      const before = all.lastIndexOf("\n\n", hit);
+      const stop = all.indexOf("\n\n", hit);
+      this.#readEvent(all, before < 0 ? 1 : before + 2, stop + 1);
+      from = stop + 2;
+    }
+  }
+
+  // One event: the lines of all[start, stop), each ending in LF.
+  #readEvent(all: string, start: number, stop: number): void {
+    if (stop - start > MAX_SSE_EVENT_CHARS) {
+      // As if held across chunks (see push), so chunking never decides whether a cost counts.
+      this.#sawTooLarge = true;
+      return;
+    }
+    let data: string | null = null;
+    for (let at = start; at < stop; ) {
+      const lineEnd = all.indexOf("\n", at);
+      if (all.startsWith("data", at)) {
+        const afterName = at + 4;
+        if (afterName === lineEnd) data = `${data ?? ""}\n`;
+        else if (all.charCodeAt(afterName) === 0x3a) {
+          const valueStart = all.charCodeAt(afterName + 1) === 0x20 ? afterName + 2 : afterName + 1;
+          data = `${data ?? ""}${all.slice(valueStart, lineEnd)}\n`;
         }
-        continue;
       }
-      if (c === 0x0a || c === 0x0d) break;
-      m = c === 0x22 ? 1 : 0;
-      if (c === 0x5c) backslash = !backslash;
-      else {
-        if (backslash && c === 0x75) {
-          this.#candidate = true;
-          return endOfLine(b, j + 1, end);
-        }
-        backslash = false;
-      }
+      at = lineEnd + 1;
     }
-    this.#literalPos = m;
-    this.#backslash = backslash;
-    return j;
-  }
-
-  // Past the line ending at `eol` (CR, LF or CRLF); a CR ending the chunk may have its LF in the next.
-  #endLine(b: Uint8Array, eol: number, n: number): number {
-    this.#line = L_FIELD;
-    this.#fieldLength = 0;
-    this.#fieldIsData = true;
-    this.#literalPos = 0;
-    this.#backslash = false;
-    if (b[eol] === 0x0d) {
-      if (eol + 1 === n) this.#skipLf = true;
-      else if (b[eol + 1] === 0x0a) return eol + 2;
-    }
-    return eol + 1;
-  }
-
-  #appendData(b: Uint8Array, start: number, end: number): void {
-    if (this.#tooLarge) return;
-    this.#dataBytes += end - start;
-    if (this.#dataBytes > MAX_SSE_EVENT_BYTES) {
-      this.#tooLarge = true;
-      this.#direct = null;
-      this.#bufferLength = 0;
+    if (data === null) return;
+    const bytes = this.#encoder.encode(data);
+    if (bytes.length > MAX_SSE_EVENT_BYTES) {
+      this.#sawTooLarge = true;
       return;
     }
-    if (this.#direct === null && this.#bufferLength === 0) {
-      this.#direct = b;
-      this.#directStart = start;
-      this.#directEnd = end;
-      this.#directLf = false;
-      return;
-    }
-    if (this.#direct !== null) this.#materialize();
-    this.#copy(b, start, end);
-  }
-
-  #appendLf(): void {
-    if (this.#tooLarge) return;
-    if (++this.#dataBytes > MAX_SSE_EVENT_BYTES) {
-      this.#tooLarge = true;
-      this.#direct = null;
-      this.#bufferLength = 0;
-      return;
-    }
-    if (this.#direct !== null && !this.#directLf) this.#directLf = true;
-    else {
-      if (this.#direct !== null) this.#materialize();
-      this.#copy(LF, 0, 1);
-    }
-  }
-
-  #materialize(): void {
-    const direct = this.#direct!;
-    this.#direct = null;
-    this.#copy(direct, this.#directStart, this.#directEnd);
-    if (this.#directLf) this.#copy(LF, 0, 1);
-  }
-
-  #copy(b: Uint8Array, start: number, end: number): void {
-    const need = this.#bufferLength + (end - start);
-    let buffer = this.#buffer;
-    if (buffer === null || buffer.length < need) {
-      let size = buffer === null ? FIRST_BUFFER_BYTES : buffer.length * 2;
-      while (size < need) size *= 2;
-      const grown = new Uint8Array(Math.min(size, MAX_SSE_EVENT_BYTES));
-      if (buffer !== null) grown.set(buffer.subarray(0, this.#bufferLength));
-      this.#buffer = buffer = grown;
-    }
-    if (end - start === 1) buffer[this.#bufferLength] = b[start]!;
-    else buffer.set(b.subarray(start, end), this.#bufferLength);
-    this.#bufferLength = need;
-  }
-
-  #dispatch(): void {
-    if (this.#hasData) {
-      if (this.#tooLarge) this.#sawTooLarge = true;
-      else if (this.#candidate) {
-        const json = this.#json;
-        json.reset();
-        // A trailing LF is JSON whitespace: no need to drop it as the standard does.
-        if (this.#direct !== null) json.push(this.#direct, this.#directStart, this.#directEnd);
-        else json.push(this.#buffer!, 0, this.#bufferLength);
-        const outcome = json.finish();
-        if (outcome === SCAN_COST) {
-          this.#found = true;
-          this.#cost = json.cost;
-        } else if (outcome === SCAN_UNUSABLE) this.#sawUnusable = true;
-      }
-    }
-    this.#hasData = false;
-    this.#dataBytes = 0;
-    this.#tooLarge = false;
-    this.#candidate = false;
-    this.#direct = null;
-    this.#bufferLength = 0;
+    // The trailing LF is JSON whitespace: no need to drop it as the standard does.
+    const json = this.#json;
+    json.reset();
+    json.push(bytes, 0, bytes.length);
+    const outcome = json.finish();
+    if (outcome === SCAN_COST) {
+      this.#found = true;
+      this.#cost = json.cost;
+    } else if (outcome === SCAN_UNUSABLE) this.#sawUnusable = true;
   }
 }

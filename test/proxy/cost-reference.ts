@@ -61,7 +61,9 @@ export function referenceSseCost(text: string, path: string, maxEventBytes: numb
   for (const data of referenceSseEvents(text)) {
     // The scanner's bound counts the data with the LF after each line.
     if (encoder.encode(data).length + 1 > maxEventBytes) {
-      tooLarge = true;
+      // Reported only for an event that might have carried the path: its last named key, or a \u escape.
+      const key = path.split(".").findLast((segment) => !INDEX.test(segment));
+      if (key === undefined || data.includes(`"${key}"`) || data.includes("\\u")) tooLarge = true;
       continue;
     }
     const cost = referenceJsonCost(data, path);

@@ -2,7 +2,7 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { compileJsonPath } from "../../src/proxy/json-path";
 import type { CostResult } from "../../src/proxy/response-cost-result";
-import { MAX_SSE_EVENT_BYTES, SseCostScanner } from "../../src/proxy/sse-scanner";
+import { MAX_SSE_EVENT_BYTES, MAX_SSE_EVENT_CHARS, SseCostScanner } from "../../src/proxy/sse-scanner";
 import { referenceSseCost, referenceSseEvents } from "./cost-reference";
 import { bytes, openAiStream, splitAt } from "./streams";
 
@@ -122,6 +122,25 @@ describe("SseCostScanner", () => {
     // The bound counts data across lines too.
     const lines = `${"data: 1\n".repeat(MAX_SSE_EVENT_BYTES / 2 + 1)}\n`;
     expect(scanText(lines, "0")).toEqual(missing("too_large"));
+  });
+
+  it(`skips an event whose text passes ${MAX_SSE_EVENT_CHARS} characters while it arrives, and reads on`, () => {
+    const comments = ": padding padding padding padding\n".repeat(Math.ceil(MAX_SSE_EVENT_CHARS / 34) + 1);
+    const big = bytes(`${comments}data: {"usage":{"total_tokens":5}}\n\n`);
+    const after = bytes('data: {"usage":{"total_tokens":6}}\n\n');
+    // Held across chunks, the event passes the bound and is dropped up to its blank line.
+    expect(scanPieces([...splitAt(big, Array.from({ length: 200 }, (_, i) => i * 2000)), after]).end()).toEqual(found(6));
+    expect(scanPieces(splitAt(big, Array.from({ length: 200 }, (_, i) => i * 2000))).end()).toEqual(missing("too_large"));
+    // The blank line ending it may straddle two chunks.
+    const cut = big.length - 1;
+    expect(scanPieces([...splitAt(big, [1000, 100_000, 200_000, 270_000, cut]), after]).end()).toEqual(found(6));
+  });
+
+  it("reads an event that arrives a byte at a time in linear time", () => {
+    const event = bytes(`data: {"pad":"${"x".repeat(60_000)}","usage":{"total_tokens":12}}\n\n`);
+    const scanner = new SseCostScanner(compileJsonPath(PATH));
+    for (let i = 0; i < event.length; i++) scanner.push(event.subarray(i, i + 1));
+    expect(scanner.end()).toEqual(found(12));
   });
 
   it("reads a long stream, and one of many small events", () => {

@@ -33,36 +33,36 @@ export interface FakeOrigin {
  * serving chunk n. `stallAfter`: after n chunks, never answer again until
  * cancelled (an origin that keeps the connection open).
  */
-export function fakeOrigin(chunks: readonly Uint8Array[], options: { failAfter?: number; stallAfter?: number } = {}): FakeOrigin {
+export function fakeOrigin(chunks: readonly Uint8Array[], options: { failAfter?: number; stallAfter?: number; byteStream?: boolean } = {}): FakeOrigin {
   let served = 0;
   let cancelled = false;
   let release: (() => void) | null = null;
-  const stream = new ReadableStream<Uint8Array>(
-    {
-      async pull(controller) {
-        if (options.failAfter !== undefined && served === options.failAfter) {
-          controller.error(new Error("origin reset"));
-          return;
-        }
-        if (options.stallAfter !== undefined && served === options.stallAfter) {
-          await new Promise<void>((resolve) => {
-            release = resolve;
-          });
-          return;
-        }
-        if (served === chunks.length) {
-          controller.close();
-          return;
-        }
-        controller.enqueue(chunks[served++]!);
-      },
-      cancel() {
-        cancelled = true;
-        release?.();
-      },
-    },
-    { highWaterMark: 0 },
-  );
+  const pull = async (controller: { enqueue(chunk: Uint8Array): void; close(): void; error(reason: unknown): void }) => {
+    if (options.failAfter !== undefined && served === options.failAfter) {
+      controller.error(new Error("origin reset"));
+      return;
+    }
+    if (options.stallAfter !== undefined && served === options.stallAfter) {
+      await new Promise<void>((resolve) => {
+        release = resolve;
+      });
+      return;
+    }
+    if (served === chunks.length) {
+      controller.close();
+      return;
+    }
+    // A byte stream takes the chunk's buffer over: hand it a copy, keep ours.
+    controller.enqueue(options.byteStream === true ? chunks[served++]!.slice() : chunks[served++]!);
+  };
+  const cancel = () => {
+    cancelled = true;
+    release?.();
+  };
+  const stream: ReadableStream<Uint8Array> =
+    options.byteStream === true
+      ? new ReadableStream({ type: "bytes", pull, cancel }, { highWaterMark: 0 })
+      : new ReadableStream<Uint8Array>({ pull, cancel }, { highWaterMark: 0 });
   return { stream, served: () => served, cancelled: () => cancelled };
 }
 
