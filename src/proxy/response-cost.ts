@@ -2,14 +2,17 @@
 // streams to the client.
 //
 // The body is teed: the client gets one branch, untouched (in workerd a
-// fetch body's branch stays a native stream, so the client's bytes never
-// pass through JavaScript and are not held back), and the scanner reads the
+// fetch body's branch stays a native stream, pumped to the client without
+// passing through JavaScript or waiting on it), and the scanner reads the
 // other in large reads (BYOB `readAtLeast`, 32 KiB or more at a time where
 // the runtime offers it). Measured in workerd (bench/response-cost.mjs), a
-// JavaScript stream in the client's path cost more than the whole gateway;
-// a few large reads of a second branch cost a fraction of it. The tee keeps
-// backpressure: in workerd a branch buffers at most the runtime's buffering
-// limit before the other waits.
+// JavaScript stream in the client's path added more CPU than the
+// pass-through itself; reading a second branch in a few large reads adds a
+// fraction of it. In workerd a branch's pump is never outrun by the other
+// branch's reads, and a branch left behind buffers up to the runtime's
+// buffering limit (past it both branches fail): the scanner keeps up with
+// the bytes as they come, so only a client branch nobody reads can get that
+// far behind.
 //
 // A client that hangs up cancels only its branch: the scanner's branch keeps
 // the origin's answer coming and reads it to its end, so the cost is what
@@ -22,9 +25,8 @@
 // when the JSON scanner's answer can no longer change (its branch is then
 // cancelled), or when `stop` aborts. Register it with `waitUntil` before
 // returning the response: after a hang-up it is what keeps the reading
-// alive. It settles whether the client reads its branch or cancels it; a
-// branch nobody reads or cancels holds the other back once the tee's buffer
-// is full, so send the body or cancel it.
+// alive. Send the body or cancel it: a client branch nobody reads is
+// buffered for until the runtime gives up on both branches.
 import type { JsonPath } from "./json-path";
 import { JsonPathScanner, SCAN_COST, SCAN_TOO_LARGE, SCAN_ABSENT } from "./json-path-scanner";
 import { type CostResult, costFound, MAX_RESPONSE_COST, NOT_FOUND } from "./response-cost-result";
