@@ -24,7 +24,7 @@ import { MAX_COST, MAX_EXACT_UNITS, type Limit } from "../engine/limit";
 import { ceilDiv, floorDiv, type LimiterTable } from "../engine/limiter-table";
 
 /** One subject's settlement in one category: `units` (a whole number, 0..MAX_RESPONSE_COST) on each of `limits`. */
-export interface Settlement {
+export interface SettleCharge {
   subject: string;
   category: string;
   /** The limits the reserve was charged to (capture them at admission: a config change must not move a settlement). */
@@ -42,12 +42,12 @@ export interface SettledFigures {
 type Move = (relUnits: number, units: number, limit: Limit) => number;
 
 /** Charges each settlement's units on every limit, unconditionally (debt). */
-export function chargeDebt(table: LimiterTable, settlements: readonly Settlement[], nowMs: number): SettledFigures {
+export function chargeDebt(table: LimiterTable, settlements: readonly SettleCharge[], nowMs: number): SettledFigures {
   return settle(table, settlements, nowMs, debtMove, true);
 }
 
 /** Gives each settlement's units back on every limit, never before now (refund). */
-export function refund(table: LimiterTable, settlements: readonly Settlement[], nowMs: number): SettledFigures {
+export function refund(table: LimiterTable, settlements: readonly SettleCharge[], nowMs: number): SettledFigures {
   return settle(table, settlements, nowMs, refundMove, false);
 }
 
@@ -66,7 +66,7 @@ function isUnits(units: number): boolean {
   return Number.isSafeInteger(units) && units >= 0;
 }
 
-function settle(table: LimiterTable, settlements: readonly Settlement[], nowMs: number, move: Move, createState: boolean): SettledFigures {
+function settle(table: LimiterTable, settlements: readonly SettleCharge[], nowMs: number, move: Move, createState: boolean): SettledFigures {
   const t = Math.floor(nowMs);
   let tightest: HeaderFigures | null = null;
   let retryAfterMs = 0;

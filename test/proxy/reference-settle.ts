@@ -3,7 +3,7 @@
 // BigInt in units of 1/count ms (T = windowMs units), no table, no hashing.
 import type { Charge } from "../../src/engine/gcra";
 import { MAX_COST, MAX_EXACT_UNITS, type Limit } from "../../src/engine/limit";
-import type { Settlement } from "../../src/proxy/response-cost-gcra";
+import type { SettleCharge } from "../../src/proxy/response-cost-gcra";
 
 export interface ModelFigures {
   chargeIndex: number;
@@ -56,7 +56,7 @@ export class SettleModel {
     return { allowed: true, retryAfterMs: 0 };
   }
 
-  debt(settlements: readonly Settlement[], nowMs: number): { tightest: ModelFigures | null; retryAfterMs: number } {
+  debt(settlements: readonly SettleCharge[], nowMs: number): { tightest: ModelFigures | null; retryAfterMs: number } {
     return this.#settle(settlements, nowMs, (rel, units, tee, capRel) => {
       if (units === 0n || rel >= capRel) return rel;
       const next = rel + units * tee;
@@ -64,11 +64,11 @@ export class SettleModel {
     });
   }
 
-  refund(settlements: readonly Settlement[], nowMs: number): { tightest: ModelFigures | null; retryAfterMs: number } {
+  refund(settlements: readonly SettleCharge[], nowMs: number): { tightest: ModelFigures | null; retryAfterMs: number } {
     return this.#settle(settlements, nowMs, (rel, units, tee) => (rel - units * tee > 0n ? rel - units * tee : 0n));
   }
 
-  #settle(settlements: readonly Settlement[], nowMs: number, move: (rel: bigint, units: bigint, tee: bigint, capRel: bigint) => bigint) {
+  #settle(settlements: readonly SettleCharge[], nowMs: number, move: (rel: bigint, units: bigint, tee: bigint, capRel: bigint) => bigint) {
     let tightest: ModelFigures | null = null;
     let retryAfterMs = 0n;
     settlements.forEach((settlement, chargeIndex) => {

@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import { admit, type Charge } from "../../src/engine/gcra";
 import { compileLimit, compileLimits, type Limit } from "../../src/engine/limit";
 import { LimiterTable } from "../../src/engine/limiter-table";
-import { chargeDebt, refund, type Settlement } from "../../src/proxy/response-cost-gcra";
+import { chargeDebt, refund, type SettleCharge } from "../../src/proxy/response-cost-gcra";
 import { MAX_RESPONSE_COST } from "../../src/proxy/response-cost-result";
 import { SettleModel } from "./reference-settle";
 
@@ -14,7 +14,7 @@ function spend(limits: readonly Limit[], cost: number, subject = KEY): Charge[] 
   return [{ subject, category: "tokens", limits, cost }];
 }
 
-function settlement(limits: readonly Limit[], units: number, subject = KEY): Settlement[] {
+function settlement(limits: readonly Limit[], units: number, subject = KEY): SettleCharge[] {
   return [{ subject, category: "tokens", limits, units }];
 }
 
