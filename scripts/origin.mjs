@@ -7,6 +7,19 @@
 //   x-origin-status: <code>        answer with this status
 //   x-origin-delay-ms: <n>         wait n ms before answering (in-flight tests)
 //   x-origin-body-bytes: <n>       answer with n bytes of a fixed pattern instead of JSON
+// Priced answers (DESIGN §14; values are written into the JSON verbatim, so a
+// test can send 12.5, -3, "7" or a broken value):
+//   x-origin-usage-header: <v>     also answer with header x-usage-total-tokens: <v>
+//   x-origin-json-usage: <v>       the JSON answer also holds "usage": {..., "total_tokens": <v>}
+//   x-origin-json-pad-bytes: <n>   ... after a "padding" string of n bytes (for the 1 MiB bound)
+//   x-origin-sse-usage: <v>|none   answer text/event-stream in the OpenAI shape: events of
+//                                  "usage": null, then one with total_tokens <v> (none: no such
+//                                  event), then data: [DONE]
+//   x-origin-sse-events: <n>       that many content events first (default 10)
+//   x-origin-sse-interval-ms: <n>  wait n ms between events (hang-up tests)
+// The record of a request also says how its answer ended: response_end is
+// "finished" or "closed_early" (the client or gateway went away first), and
+// sse_events_written counts the events sent.
 // Every request is also recorded (most recent 5,000) and can be read back with
 // GET /__origin/requests?tag=<x-test-tag value>; that path is answered by the
 // origin itself and is not recorded.
@@ -25,6 +38,9 @@ const MAX_DELAY_MS = 30_000;
 const MAX_JWKS_NAMES = 1000;
 const MAX_JWKS_BODY_BYTES = 256 * 1024;
 const JWKS_PATH = /^\/__origin\/jwks\/([A-Za-z0-9._-]{1,128})$/;
+const MAX_SSE_EVENTS = 100_000;
+const MAX_SSE_INTERVAL_MS = 1000;
+const MAX_PAD_BYTES = 8 * 1024 * 1024;
 
 export function startOrigin({ port = 0, host = "127.0.0.1" } = {}) {
   const recorded = [];
@@ -66,14 +82,21 @@ export function startOrigin({ port = 0, host = "127.0.0.1" } = {}) {
       const status = Number(req.headers["x-origin-status"] ?? 200) || 200;
       const delayMs = Math.min(Number(req.headers["x-origin-delay-ms"] ?? 0) || 0, MAX_DELAY_MS);
       const outBytes = Number(req.headers["x-origin-body-bytes"] ?? -1);
+      res.once("close", () => {
+        seen.response_end = res.writableFinished ? "finished" : "closed_early";
+      });
       setTimeout(() => {
         if (res.destroyed) return;
-        if (outBytes >= 0) {
+        if (req.headers["x-origin-sse-usage"] !== undefined) {
+          writeSse(res, status, req.headers, seen);
+        } else if (outBytes >= 0) {
           res.writeHead(status, { "content-type": "application/octet-stream", "content-length": String(outBytes), "x-origin-seen": "1" });
           writePattern(res, outBytes);
         } else {
-          const body = JSON.stringify(seen);
-          res.writeHead(status, { "content-type": "application/json", "x-origin-seen": "1", connection: "keep-alive", "keep-alive": "timeout=5" });
+          const body = jsonAnswer(seen, req.headers);
+          const headers = { "content-type": "application/json", "x-origin-seen": "1", connection: "keep-alive", "keep-alive": "timeout=5" };
+          if (req.headers["x-origin-usage-header"] !== undefined) headers["x-usage-total-tokens"] = req.headers["x-origin-usage-header"];
+          res.writeHead(status, headers);
           res.end(body);
         }
       }, delayMs);
@@ -140,6 +163,43 @@ function answer(res, status, body) {
   }
   res.writeHead(status, { "content-type": "application/json" });
   res.end(JSON.stringify(body));
+}
+
+// The JSON answer: what was received, and a usage object when asked for.
+function jsonAnswer(seen, headers) {
+  const body = JSON.stringify(seen);
+  const usage = headers["x-origin-json-usage"];
+  if (usage === undefined) return body;
+  const padBytes = Math.min(Math.max(Number(headers["x-origin-json-pad-bytes"] ?? 0) || 0, 0), MAX_PAD_BYTES);
+  const padding = padBytes > 0 ? `"padding":"${"x".repeat(padBytes)}",` : "";
+  return `${body.slice(0, -1)},${padding}"usage":{"prompt_tokens":9,"completion_tokens":12,"total_tokens":${usage}}}`;
+}
+
+// An OpenAI-shaped chat completion stream, one write per event.
+function writeSse(res, status, headers, seen) {
+  const usage = headers["x-origin-sse-usage"];
+  const events = Math.min(Math.max(Number(headers["x-origin-sse-events"] ?? 10) || 0, 0), MAX_SSE_EVENTS);
+  const intervalMs = Math.min(Math.max(Number(headers["x-origin-sse-interval-ms"] ?? 0) || 0, 0), MAX_SSE_INTERVAL_MS);
+  const chunk = (i, delta) =>
+    `data: {"id":"chatcmpl-${i}","object":"chat.completion.chunk","created":1700000000,"model":"demo","choices":[{"index":0,"delta":${delta},"finish_reason":null}],"usage":null}\n\n`;
+  const lines = [];
+  for (let i = 0; i < events; i++) lines.push(chunk(i, `{"content":"token ${i} "}`));
+  if (usage !== "none") lines.push(`data: {"id":"chatcmpl-${events}","object":"chat.completion.chunk","created":1700000000,"model":"demo","choices":[],"usage":{"prompt_tokens":9,"completion_tokens":${events},"total_tokens":${usage}}}\n\n`);
+  lines.push("data: [DONE]\n\n");
+  seen.sse_events_written = 0;
+  res.writeHead(status, { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache", "x-origin-seen": "1" });
+  let next = 0;
+  const pump = () => {
+    while (next < lines.length) {
+      if (res.destroyed) return;
+      const ok = res.write(lines[next++]);
+      seen.sse_events_written++;
+      if (intervalMs > 0) { setTimeout(pump, intervalMs); return; }
+      if (!ok) { res.once("drain", pump); return; }
+    }
+    res.end();
+  };
+  pump();
 }
 
 // Byte i of the pattern is i mod 251, so a client can check any range exactly.

@@ -1,0 +1,100 @@
+// The two engine moves settlement needs (DESIGN §14), written on the
+// limiter table's public methods the way gcra.ts's admit() is, so the
+// gateway can settle before the engine grows them. They belong in
+// src/engine/gcra.ts: whoever owns the engine may move them there as they
+// are (they use nothing outside the engine) or replace them.
+//
+// - chargeDebt: the actual cost passed the reserve; charge the difference
+//   whatever the limits say. TAT = max(TAT, t) + n·T, even past the burst:
+//   the caller's next spends are then refused, each with the exact delay
+//   until the rate has earned the debt back (admit's own rule).
+// - refund: the actual cost fell short of the reserve; give the difference
+//   back. TAT = max(t, TAT − n·T): never before now, so a refund cannot
+//   leave credit a fresh state would not have, and a state already earned
+//   back (or forgotten by the table) gets nothing.
+//
+// Exactness (limit.ts). admit() keeps every state within max(B, MAX_COST)·T
+// of now; a debt cannot, or a limit could not hold a cost above its burst.
+// A debt stops at MAX_EXACT_UNITS − MAX_COST·T units ahead of now instead:
+// one admit() check on top (at most MAX_COST·T more) still stays below 2^52,
+// and the table still stores the state's whole-ms TAT within 2^52 ms of now.
+// For any real limit that is years of debt (100k tokens/min: 10^15 minutes).
+import type { HeaderFigures } from "../engine/gcra";
+import { MAX_COST, MAX_EXACT_UNITS, type Limit } from "../engine/limit";
+import { ceilDiv, floorDiv, type LimiterTable } from "../engine/limiter-table";
+
+/** One subject's settlement in one category: `units` (a whole number, 0..MAX_RESPONSE_COST) on each of `limits`. */
+export interface SettleCharge {
+  subject: string;
+  category: string;
+  /** The limits the reserve was charged to (capture them at admission: a config change must not move a settlement). */
+  limits: readonly Limit[];
+  units: number;
+}
+
+export interface SettledFigures {
+  /** The limit the rate-limit headers describe after the settlement (least remaining, then longest reset, then first); null when nothing is metered. Its chargeIndex is the settlement's index. */
+  readonly tightest: HeaderFigures | null;
+  /** Whole ms, rounded up, until a spend of 1 fits every limit again: what the caller's next request would be told (0 when it fits now). */
+  readonly retryAfterMs: number;
+}
+
+type Move = (relUnits: number, units: number, limit: Limit) => number;
+
+/** Charges each settlement's units on every limit, unconditionally (debt). */
+export function chargeDebt(table: LimiterTable, settlements: readonly SettleCharge[], nowMs: number): SettledFigures {
+  return settle(table, settlements, nowMs, debtMove, true);
+}
+
+/** Gives each settlement's units back on every limit, never before now (refund). */
+export function refund(table: LimiterTable, settlements: readonly SettleCharge[], nowMs: number): SettledFigures {
+  return settle(table, settlements, nowMs, refundMove, false);
+}
+
+function debtMove(relUnits: number, units: number, limit: Limit): number {
+  const capUnits = MAX_EXACT_UNITS - MAX_COST * limit.intervalUnits;
+  if (relUnits >= capUnits) return relUnits;
+  // units·T may pass 2^53: compare in spends first.
+  return units > floorDiv(capUnits - relUnits, limit.intervalUnits) ? capUnits : relUnits + units * limit.intervalUnits;
+}
+
+function refundMove(relUnits: number, units: number, limit: Limit): number {
+  return units >= ceilDiv(relUnits, limit.intervalUnits) ? 0 : relUnits - units * limit.intervalUnits;
+}
+
+function isUnits(units: number): boolean {
+  return Number.isSafeInteger(units) && units >= 0;
+}
+
+function settle(table: LimiterTable, settlements: readonly SettleCharge[], nowMs: number, move: Move, createState: boolean): SettledFigures {
+  const t = Math.floor(nowMs);
+  let tightest: HeaderFigures | null = null;
+  let retryAfterMs = 0;
+  for (let s = 0; s < settlements.length; s++) {
+    const settlement = settlements[s]!;
+    if (!isUnits(settlement.units)) throw new RangeError(`settlement ${s}: units must be a whole number >= 0`);
+    for (const limit of settlement.limits) {
+      table.hashKey(settlement.subject, settlement.category);
+      const setHash = table.setHashOf(limit);
+      const tag = table.tagOf(limit);
+      const slot = table.find(table.setBaseFor(setHash), tag);
+      const q = limit.unitsPerMs;
+      const aheadMs = table.aheadMs(slot, t);
+      const relUnits = aheadMs === 0 ? 0 : aheadMs * q - table.deficit(slot);
+      const after = settlement.units === 0 || (relUnits === 0 && !createState) ? relUnits : move(relUnits, settlement.units, limit);
+      if (after !== relUnits) {
+        const resetMs = ceilDiv(after, q);
+        // resetMs 0 puts the state's end at now: the slot holds nothing from then on.
+        table.write(slot, setHash, tag, t, resetMs, resetMs * q - after);
+      }
+      const remaining = after >= limit.toleranceUnits ? 0 : floorDiv(limit.toleranceUnits - after, limit.intervalUnits);
+      const resetMs = ceilDiv(after, q);
+      if (tightest === null || remaining < tightest.remaining || (remaining === tightest.remaining && resetMs > tightest.resetMs)) {
+        tightest = { chargeIndex: s, limit, remaining, resetMs };
+      }
+      const delayUnits = after + limit.intervalUnits - limit.toleranceUnits;
+      if (delayUnits > 0) retryAfterMs = Math.max(retryAfterMs, ceilDiv(delayUnits, q));
+    }
+  }
+  return { tightest, retryAfterMs };
+}

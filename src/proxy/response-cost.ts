@@ -1,0 +1,212 @@
+// Reads a response's cost (DESIGN §14) from a header, or from the body as it
+// streams to the client.
+//
+// The body is teed: the client gets one branch, untouched (in workerd a
+// fetch body's branch stays a native stream, pumped to the client without
+// passing through JavaScript or waiting on it), and the scanner reads the
+// other in large reads (BYOB `readAtLeast`, 32 KiB or more at a time where
+// the runtime offers it). Measured in workerd (bench/response-cost.mjs), a
+// JavaScript stream in the client's path added more CPU than the
+// pass-through itself; reading a second branch in a few large reads adds a
+// fraction of it. In workerd a branch's pump is never outrun by the other
+// branch's reads, and a branch left behind buffers up to the runtime's
+// buffering limit (past it both branches fail): the scanner keeps up with
+// the bytes as they come, so only a client branch nobody reads can get that
+// far behind.
+//
+// A client that hangs up cancels only its branch: the scanner's branch keeps
+// the origin's answer coming and reads it to its end, so the cost is what
+// the whole answer says (DESIGN §3 keeps the origin request alive after a
+// hang-up; an LLM API reports usage only in its last event, and a caller
+// must not dodge it by leaving just before). `stop` ends that reading early;
+// the cost is then what was seen.
+//
+// `cost` never rejects and settles once: at the body's end, when it errors,
+// when the JSON scanner's answer can no longer change (its branch is then
+// cancelled), or when `stop` aborts. Register it with `waitUntil` before
+// returning the response: after a hang-up it is what keeps the reading
+// alive. Send the body or cancel it: a client branch nobody reads is
+// buffered for until the runtime gives up on both branches.
+import type { JsonPath } from "./json-path";
+import { JsonPathScanner, SCAN_COST, SCAN_TOO_LARGE, SCAN_ABSENT } from "./json-path-scanner";
+import { type CostResult, costFound, MAX_RESPONSE_COST, NOT_FOUND } from "./response-cost-result";
+import type { ResponseCharge } from "./response-cost-spec";
+import { SseCostScanner } from "./sse-scanner";
+
+/** A JSON body is inspected up to this many bytes; a longer one has no cost (`too_large`). */
+export const MAX_JSON_INSPECT_BYTES = 1024 * 1024;
+/** The scanner's branch is read at least this much at a time where the runtime can (fewer trips into JavaScript). */
+const MIN_READ_BYTES = 32 * 1024;
+const READ_BUFFER_BYTES = 64 * 1024;
+const MAX_HEADER_DIGITS = 10;
+
+export interface TapOptions {
+  /** Aborting it stops the scanner reading: its branch is cancelled and the cost is what was seen. The client's branch is not touched. */
+  stop?: AbortSignal;
+}
+
+export interface TappedBody {
+  /** The body to send instead of the origin's: the same bytes, as they come. Null when the origin's is null. */
+  readonly body: ReadableStream<Uint8Array> | null;
+  readonly cost: Promise<CostResult>;
+}
+
+export interface PricedResponse extends TappedBody {
+  /** The cost when it is known before the body is sent (a header source), else null: then wait for `cost`. */
+  readonly known: CostResult | null;
+}
+
+/**
+ * The cost in header `name` (lower case): a whole number of digits, 0 to
+ * MAX_RESPONSE_COST, surrounding spaces allowed; null for anything else
+ * (absent, signed, fractional, a list, too large).
+ */
+export function costFromHeader(headers: Headers, name: string): number | null {
+  const value = headers.get(name);
+  if (value === null) return null;
+  const text = value.trim();
+  if (text.length === 0 || text.length > MAX_HEADER_DIGITS || !/^[0-9]+$/.test(text)) return null;
+  const cost = Number(text);
+  return cost <= MAX_RESPONSE_COST ? cost : null;
+}
+
+/** Which scanner reads a body of this Content-Type: `application/json` and any `+json` type, `text/event-stream`; null for others. */
+export function bodyFormatOf(contentType: string | null): "json" | "sse" | null {
+  if (contentType === null) return null;
+  const semicolon = contentType.indexOf(";");
+  const essence = (semicolon < 0 ? contentType : contentType.slice(0, semicolon)).trim().toLowerCase();
+  if (essence === "text/event-stream") return "sse";
+  if (essence === "application/json") return "json";
+  const slash = essence.indexOf("/");
+  return slash > 0 && essence.endsWith("+json") && essence.length > slash + 6 ? "json" : null;
+}
+
+/**
+ * Reads the cost at `path` from `body` as it passes (a JSON body, or the
+ * data of SSE events, by `contentType`). A body of any other type passes
+ * untouched, with cost `absent`.
+ */
+export function tapCost(body: ReadableStream<Uint8Array> | null, path: JsonPath, contentType: string | null, options: TapOptions = {}): TappedBody {
+  const format = bodyFormatOf(contentType);
+  if (body === null || format === null) return { body, cost: Promise.resolve(NOT_FOUND.absent) };
+  const [client, scanned] = body.tee();
+  const sink = format === "sse" ? new SseCostScanner(path) : new JsonSink(path);
+  return { body: client, cost: readCost(scanned, sink, options.stop) };
+}
+
+/**
+ * The cost of `response` for `charge`: from its header at once, or from its
+ * body through tapCost(). Send `body` in place of `response.body`.
+ */
+export function priceResponse(response: Response, charge: ResponseCharge, options: TapOptions = {}): PricedResponse {
+  const source = charge.source;
+  if (source.kind === "header") {
+    const cost = costFromHeader(response.headers, source.name);
+    const known = cost === null ? (response.headers.has(source.name) ? NOT_FOUND.malformed : NOT_FOUND.absent) : costFound(cost);
+    return { body: response.body, cost: Promise.resolve(known), known };
+  }
+  const tapped = tapCost(response.body, source.path, response.headers.get("content-type"), options);
+  return { body: tapped.body, cost: tapped.cost, known: null };
+}
+
+/** What a tap feeds: the scanners behind one shape. */
+interface CostSink {
+  push(chunk: Uint8Array): void;
+  /** The outcome at a clean end. */
+  end(): CostResult;
+  /** The outcome when the body broke off. */
+  cut(): CostResult;
+  /** True once more bytes cannot change the outcome. */
+  readonly settled: boolean;
+}
+
+class JsonSink implements CostSink {
+  readonly #scanner: JsonPathScanner;
+
+  constructor(path: JsonPath) {
+    this.#scanner = new JsonPathScanner(path, MAX_JSON_INSPECT_BYTES);
+  }
+
+  get settled(): boolean {
+    return this.#scanner.settled;
+  }
+
+  push(chunk: Uint8Array): void {
+    this.#scanner.push(chunk, 0, chunk.length);
+  }
+
+  end(): CostResult {
+    const outcome = this.#scanner.finish();
+    if (outcome === SCAN_COST) return costFound(this.#scanner.cost);
+    if (outcome === SCAN_ABSENT) return NOT_FOUND.absent;
+    return outcome === SCAN_TOO_LARGE ? NOT_FOUND.too_large : NOT_FOUND.malformed;
+  }
+
+  cut(): CostResult {
+    // Half a JSON text has no cost, unless its answer was already fixed.
+    return this.settled ? this.end() : NOT_FOUND.aborted;
+  }
+}
+
+type BranchReader = { kind: "byob"; reader: ReadableStreamBYOBReader } | { kind: "default"; reader: ReadableStreamDefaultReader<Uint8Array> };
+
+function readerOf(branch: ReadableStream<Uint8Array>): BranchReader {
+  try {
+    // A byte stream (any fetch body) can be read into a buffer of ours, many chunks at a time.
+    return { kind: "byob", reader: branch.getReader({ mode: "byob" }) };
+  } catch {
+    return { kind: "default", reader: branch.getReader() };
+  }
+}
+
+function readInto(reader: ReadableStreamBYOBReader, view: Uint8Array): Promise<ReadableStreamReadResult<Uint8Array>> {
+  // workerd's readAtLeast waits for MIN_READ_BYTES unless the stream ends first; elsewhere a plain read.
+  return typeof reader.readAtLeast === "function" ? reader.readAtLeast(MIN_READ_BYTES, view) : reader.read(view);
+}
+
+// Reads the scanner's branch to its end (or until the answer is fixed or
+// `stop` aborts) and answers the cost. Never rejects.
+async function readCost(branch: ReadableStream<Uint8Array>, sink: CostSink, stop: AbortSignal | undefined): Promise<CostResult> {
+  const branchReader = readerOf(branch);
+  const reader = branchReader.reader;
+  let stopped = false;
+  const onStop = () => {
+    stopped = true;
+    // Ends a read in flight with done.
+    reader.cancel().catch(() => {});
+  };
+  if (stop?.aborted === true) onStop();
+  else stop?.addEventListener("abort", onStop, { once: true });
+  let view = new Uint8Array(branchReader.kind === "byob" ? READ_BUFFER_BYTES : 0);
+  try {
+    for (;;) {
+      let result: ReadableStreamReadResult<Uint8Array>;
+      try {
+        result = branchReader.kind === "byob" ? await readInto(branchReader.reader, view) : await branchReader.reader.read();
+      } catch {
+        // The origin's body broke off; the client's branch sees the same error.
+        return sink.cut();
+      }
+      const chunk = result.value;
+      // A BYOB read may end the stream and hand over its last bytes at once.
+      if (chunk !== undefined && chunk.byteLength > 0) {
+        try {
+          sink.push(chunk);
+        } catch {
+          // A scanner bug must not hold the client's branch back: stop reading; the reserve stands.
+          await reader.cancel().catch(() => {});
+          return NOT_FOUND.malformed;
+        }
+        if (sink.settled) {
+          await reader.cancel().catch(() => {});
+          return sink.end();
+        }
+        // The read took our buffer over; read into it again.
+        if (branchReader.kind === "byob") view = new Uint8Array(chunk.buffer as ArrayBuffer);
+      }
+      if (result.done) return stopped ? sink.cut() : sink.end();
+    }
+  } finally {
+    stop?.removeEventListener("abort", onStop);
+  }
+}
