@@ -18,7 +18,8 @@ import { usageMonthly } from "./schema";
 import { periodOf } from "./usage-monthly";
 import { errorName, log } from "../log/logger";
 
-export type MeterMetric = "requests" | "bytes_in" | "bytes_stored";
+/** `units:<category>`: what response-priced routes cost (DESIGN §14), in the category's units. */
+export type MeterMetric = "requests" | "bytes_in" | "bytes_stored" | "stream_seconds" | `units:${string}`;
 
 interface Pending {
   readonly tenant: string;
