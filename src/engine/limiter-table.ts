@@ -1,6 +1,7 @@
 // The isolate's limiter state: a fixed-size, set-associative table of GCRA
 // states in one preallocated ArrayBuffer. It never grows with the number of
-// callers; when a set is full, the state earned back soonest is forgotten.
+// callers; when a set is full, the state earned back soonest is forgotten,
+// the incoming one included (DESIGN §4).
 //
 // Layout: sets of WAYS = 4 slots of 16 bytes (four 32-bit words), so one set
 // is one 64-byte cache line and a lookup touches one line. A slot holds
@@ -176,38 +177,50 @@ export class LimiterTable {
    * with resetMs >= 1 and 0 <= deficit < unitsPerMs. The key's own slot is
    * reused (`slotHint` from find, if still its); otherwise the slot earned
    * back soonest (an empty one first) is replaced, after doubling the active
-   * region if that slot is live and the region is not yet the whole table:
-   * the table never refuses.
+   * region if that slot is live and the region is not yet the whole table.
+   * When the whole table's set is full of live states, the state earned back
+   * soonest is forgotten, the incoming one included: if no live state in the
+   * set is earned back later than the incoming one, nothing is written (the
+   * spend was admitted; only its record is dropped). The table never refuses.
    */
   write(slotHint: number, setHash: number, tag: number, t: number, resetMs: number, deficit: number): void {
     const words = this.#words;
     const setBase = (setHash & this.#mask) * WAYS;
-    const slot = slotHint >= setBase && slotHint < setBase + WAYS && words[slotHint * 4 + 2] === tag ? slotHint : this.#place(setBase, setHash, tag, t);
     const tatCeilMs = t + resetMs;
-    words[slot * 4] = tatCeilMs | 0;
-    words[slot * 4 + 1] = Math.floor(tatCeilMs / TWO_POW_32) | ((setHash >>> this.#startBits) << 21);
-    words[slot * 4 + 2] = tag;
-    words[slot * 4 + 3] = deficit;
+    const slot = slotHint >= setBase && slotHint < setBase + WAYS && words[slotHint * 4 + 2] === tag ? slotHint : this.#place(setBase, setHash, tag, t, tatCeilMs);
+    if (slot >= 0) {
+      words[slot * 4] = tatCeilMs | 0;
+      words[slot * 4 + 1] = Math.floor(tatCeilMs / TWO_POW_32) | ((setHash >>> this.#startBits) << 21);
+      words[slot * 4 + 2] = tag;
+      words[slot * 4 + 3] = deficit;
+    }
     if (--this.#writesUntilReview === 0) this.#review(t);
   }
 
   // The slot for a key that find() did not give: its own if it has one by now,
   // else the one earned back soonest in its set, after doubling the active
-  // region while that one is live and the region can still grow.
-  #place(setBase: number, setHash: number, tag: number, t: number): number {
+  // region while that one is live and the region can still grow; −1 when the
+  // whole table's set is live and the incoming state (earned back at
+  // tatCeilMs) is earned back no later than any of it, so it is the one
+  // forgotten. Ties between live states go to the lowest tag, so that which
+  // one is forgotten depends on the keys alone, not on where they sit.
+  #place(setBase: number, setHash: number, tag: number, t: number, tatCeilMs: number): number {
+    const words = this.#words;
     let slot = this.find(setBase, tag);
     while (slot < 0) {
       let victim = setBase;
       let soonest = this.#tatCeilMs(setBase);
       for (let s = setBase + 1; s < setBase + WAYS; s++) {
         const v = this.#tatCeilMs(s);
-        if (v < soonest) {
+        if (v < soonest || (v === soonest && v > t && words[s * 4 + 2]! < words[victim * 4 + 2]!)) {
           soonest = v;
           victim = s;
         }
       }
-      if (soonest <= t || this.#mask === this.#fullMask) {
+      if (soonest <= t) {
         slot = victim;
+      } else if (this.#mask === this.#fullMask) {
+        return tatCeilMs <= soonest ? -1 : victim;
       } else {
         this.#double();
         setBase = (setHash & this.#mask) * WAYS;

@@ -56,6 +56,20 @@ describe("LimiterTable", () => {
     expect(table.earnedBackAtMs("key:fresh", "request", ONE_PER_10S[0]!, 4000)).toBe(14_000);
   });
 
+  it("forgets an incoming state earned back sooner than every live one, rather than free a caller limited for an hour", () => {
+    const table = new LimiterTable(ONE_SET_MIB, { seed: 1 });
+    const hourly = compileLimits([{ count: 1, window_s: 3600 }]);
+    const quick = compileLimits([{ count: 1000, window_s: 1 }]);
+    for (let i = 0; i < 4; i++) expect(spend(table, `ip:192.0.2.${i}`, 0, hourly).allowed).toBe(true);
+    // Earned back 1 ms later: the set's soonest state, so it is the one not kept.
+    expect(spend(table, "ip:198.51.100.1", 1000, quick)).toMatchObject({ allowed: true, tightest: { resetMs: 1 } });
+    for (let i = 0; i < 4; i++) expect(spend(table, `ip:192.0.2.${i}`, 1000, hourly)).toMatchObject({ allowed: false, retryAfterMs: 3_599_000 });
+    expect(table.earnedBackAtMs("ip:198.51.100.1", "request", quick[0]!, 1000)).toBeNull();
+    // An incoming state earned back later than one of them replaces the soonest.
+    expect(spend(table, `ip:192.0.2.0`, 3_600_000, hourly).allowed).toBe(true);
+    for (let i = 1; i < 4; i++) expect(table.earnedBackAtMs(`ip:192.0.2.${i}`, "request", hourly[0]!, 3_600_000)).toBeNull();
+  });
+
   it("counts an entry whose TAT is not after now as empty", () => {
     const table = new LimiterTable(ONE_SET_MIB, { seed: 1 });
     spend(table, "ip:198.51.100.1", 0);
@@ -138,7 +152,7 @@ describe("LimiterTable", () => {
     expect(table.activeBytes).toBe(256 * 1024);
   });
 
-  it("never replaces an entry with a later TAT while one earned back sooner is there, under a flood of fresh keys into one set", () => {
+  it("forgets only the state earned back soonest, the incoming one included, under a flood of fresh keys into one set", () => {
     const limitArb = fc.constantFrom(...[1, 2, 5, 30, 600].map((windowS) => compileLimits([{ count: 1, window_s: windowS, burst: 3 }])));
     fc.assert(
       fc.property(fc.array(fc.record({ advanceMs: fc.integer({ min: 0, max: 2000 }), limits: limitArb, cost: fc.integer({ min: 1, max: 3 }) }), { minLength: 1, maxLength: 60 }), (flood) => {
@@ -150,13 +164,28 @@ describe("LimiterTable", () => {
           const tatOf = (k: { subject: string; limits: readonly Limit[] }) => table.earnedBackAtMs(k.subject, "request", k.limits[0]!, nowMs);
           const before = known.map(tatOf);
           const subject = `ip:203.0.113.${i}`;
-          expect(spend(table, subject, nowMs, limits, cost).allowed).toBe(true);
+          const decision = spend(table, subject, nowMs, limits, cost);
+          expect(decision.allowed).toBe(true);
+          const incomingMs = nowMs + decision.tightest!.resetMs;
+          const kept = tatOf({ subject, limits });
           const after = known.map(tatOf);
           const liveBefore = before.filter((v): v is number => v !== null);
+          const lost = known.filter((_, k) => before[k] !== null && after[k] === null).length;
+          expect(lost).toBeLessThanOrEqual(1);
+          if (kept === null) {
+            // Dropped: the set was full and nothing in it is earned back sooner than the incoming state.
+            expect(liveBefore.length).toBe(4);
+            expect(lost).toBe(0);
+            expect(incomingMs).toBeLessThanOrEqual(Math.min(...liveBefore));
+          } else {
+            expect(kept).toBe(incomingMs);
+          }
           for (let k = 0; k < known.length; k++) {
-            const lost = before[k] !== null && after[k] === null;
-            // Whatever was replaced was earned back no later than every entry still there.
-            if (lost) expect(before[k]).toBe(Math.min(...liveBefore));
+            // Whatever was replaced was earned back no later than every entry still there, and before the incoming one.
+            if (before[k] !== null && after[k] === null) {
+              expect(before[k]).toBe(Math.min(...liveBefore));
+              expect(before[k]).toBeLessThan(incomingMs);
+            }
           }
           known.push({ subject, limits });
           expect(table.liveEntries(nowMs)).toBeLessThanOrEqual(4);
