@@ -49,7 +49,7 @@ export interface Decision {
 const ALLOWED_UNMETERED: Decision = Object.freeze({ allowed: true, retryAfterMs: 0, deniedChargeIndex: -1, tightest: null });
 
 /** Whole cost-1 spends that still fit a state of TAT − t = relUnits: floor((B·T − (E − t)) / T), at least 0. */
-function remainingOf(limit: Limit, relUnits: number): number {
+export function remainingOf(limit: Limit, relUnits: number): number {
   const slackUnits = limit.toleranceUnits - relUnits;
   if (slackUnits <= 0) return 0;
   return limit.intervalUnits === 1 ? slackUnits : floorDiv(slackUnits, limit.intervalUnits);

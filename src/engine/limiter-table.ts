@@ -167,6 +167,11 @@ export class LimiterTable {
     return aheadMs > 0 ? aheadMs : 0;
   }
 
+  /** Empties `slot` (from find): its key holds no state until it is written again. */
+  forget(slot: number): void {
+    this.#words.fill(0, slot * 4, slot * 4 + 4);
+  }
+
   /** The deficit (in the limit's units) of a slot whose aheadMs is not 0. */
   deficit(slot: number): number {
     return this.#words[slot * 4 + 3]!;
