@@ -7,7 +7,7 @@ import { clearOverrideCache } from "../cache/override-cache";
 import { insertAuditEvent } from "../db/audit";
 import { database } from "../db/client";
 import { deleteOverride, getOverride, type OverrideRow, putOverride } from "../db/overrides";
-import { parseIp } from "../identity/cidr";
+import { parseIp } from "../engine/cidr";
 import { canonicalKey, UNKNOWN_CLIENT } from "../identity/client-address";
 import type { AdminEnv } from "./admin-env";
 import { overrideNotFound } from "./not-found";
