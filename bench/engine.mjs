@@ -42,6 +42,8 @@ if (process.env.TOLLGATE_BENCH_CHILD !== "1") {
 const { admit } = await import("../src/engine/gcra.ts");
 const { compileLimits } = await import("../src/engine/limit.ts");
 const { LimiterTable } = await import("../src/engine/limiter-table.ts");
+const { compileNetBlocks } = await import("../src/engine/net-blocks.ts");
+const { cidrSetHas, parseCidrs, parseIp } = await import("../src/engine/cidr.ts");
 const { TokenBucket } = await import("limiter");
 const { RateLimiterMemory } = await import("rate-limiter-flexible");
 
@@ -262,6 +264,67 @@ for (const id of CONTENDERS) memory[id] = await growthPerEntry(id);
   memory.tollgateAtCapacity = { offered: 1_000_000, liveEntries: live, tableBytes: table.byteSize, bytesPerLiveEntry: Math.round((table.byteSize / live) * 10) / 10 };
 }
 
+// ---------------------------------------------------------------- network blocks
+// 10,000 `net:` blocks, half IPv4 (/16 to /32) and half IPv6 (/32 to /128 in
+// 2000::/3), looked up with addresses parsed beforehand (the request path
+// parses the client address once anyway): hits fall inside a random block,
+// misses inside none. The linear scan (cidrSetHas over the same blocks) is
+// what a list without an index would cost.
+const NET_BLOCKS = 10_000;
+const netBlocks = await (async () => {
+  let seed = 0x2545f491;
+  const next = () => (seed = (Math.imul(seed ^ (seed >>> 15), 0x2c1b3c6d) + 0x6d2b79f5) >>> 0);
+  const v4Text = (v) => [24, 16, 8, 0].map((s) => (v >>> s) & 255).join(".");
+  const v6Text = (w) => w.flatMap((x) => [x >>> 16, x & 0xffff]).map((g) => g.toString(16)).join(":");
+  const entries = [];
+  const inside = [];
+  for (let i = 0; i < NET_BLOCKS; i++) {
+    if (i % 2 === 0) {
+      const prefix = 16 + (next() % 17);
+      const net = next();
+      entries.push({ id: `block-${i}`, cidr: `${v4Text(net)}/${prefix}` });
+      inside.push(() => v4Text(prefix === 32 ? net : ((net >>> (32 - prefix)) << (32 - prefix)) + (next() % 2 ** (32 - prefix)) >>> 0));
+    } else {
+      const prefix = 32 + (next() % 97);
+      const w = [((next() & 0x1fffffff) | 0x20000000) >>> 0, next(), next(), next()];
+      entries.push({ id: `block-${i}`, cidr: `${v6Text(w)}/${prefix}` });
+      inside.push(() => v6Text(w)); // the network's own address bits with the host bits as drawn: inside the block
+    }
+  }
+  const t0 = process.hrtime.bigint();
+  const matcher = compileNetBlocks(entries);
+  const compileMs = Number(process.hrtime.bigint() - t0) / 1e6;
+  const linear = parseCidrs(entries.map((e) => e.cidr));
+  if (!linear.ok || matcher.size !== NET_BLOCKS) throw new Error("bench blocks did not compile");
+  const sets = { v4Hit: [], v4Miss: [], v6Hit: [], v6Miss: [] };
+  while (sets.v4Hit.length < 4096 || sets.v6Hit.length < 4096) {
+    const i = next() % NET_BLOCKS;
+    const addr = parseIp(inside[i]());
+    const set = i % 2 === 0 ? sets.v4Hit : sets.v6Hit;
+    if (matcher.match(addr) !== null && set.length < 4096) set.push(addr);
+  }
+  while (sets.v4Miss.length < 4096 || sets.v6Miss.length < 4096) {
+    const v4 = parseIp(v4Text(next()));
+    const v6 = parseIp(v6Text([((next() & 0x1fffffff) | 0x20000000) >>> 0, next(), next(), next()]));
+    if (matcher.match(v4) === null && sets.v4Miss.length < 4096) sets.v4Miss.push(v4);
+    if (matcher.match(v6) === null && sets.v6Miss.length < 4096) sets.v6Miss.push(v6);
+  }
+  const loops = {};
+  for (const [name, addrs] of Object.entries(sets)) {
+    loops[name] = new Function("m", "addrs", `return function lookup_${name}(n) { let hits = 0; for (let k = 0; k < n; k++) if (m.match(addrs[k & 4095]) !== null) hits++; return hits; }`)(matcher, addrs);
+  }
+  loops.linearScanV4 = (n) => {
+    let hits = 0;
+    for (let k = 0; k < n; k++) if (cidrSetHas(linear.set, sets.v4Miss[k & 4095])) hits++;
+    return hits;
+  };
+  const runs = Object.fromEntries(await Promise.all(Object.entries(loops).map(async ([name, run]) => [name, { run, n: await calibrate(run), samples: [] }])));
+  for (let r = 0; r < ROUNDS; r++) for (const entry of Object.values(runs)) entry.samples.push((await timeNs(entry.run, entry.n)) / entry.n);
+  const ns = Object.fromEntries(Object.entries(runs).map(([name, entry]) => [name, Math.round(median(entry.samples) * 10) / 10]));
+  return { blocks: NET_BLOCKS, compileMs: Math.round(compileMs * 10) / 10, ns };
+})();
+process.stderr.write("  measured: network blocks\n");
+
 // ---------------------------------------------------------------- report
 const fmtNs = (ns) => `${ns.toFixed(1)} ns`;
 const fmtRate = (r) => `${(r / 1e6).toFixed(2)} M/s`;
@@ -285,6 +348,12 @@ lines.push(
   `| bytes, ${DISTINCT_KEYS / 1000}k ip callers live | ${tg.bytesPerLiveEntry} per slot: fixed ${tg.tableBytes / 2 ** 20} MiB = ${tg.slots} slots (${tg.activeBytes / 2 ** 20} MiB active; heap grew ${tg.heapGrowthBytes} B for ${tg.liveEntries} live) | ${memory.limiter.bytesPerLiveEntry} | ${memory.rateLimiterFlexible.bytesPerLiveEntry} |`,
 );
 lines.push(`| bytes, table at capacity (1M callers offered) | ${full.bytesPerLiveEntry} (${full.liveEntries} kept live) | grows without bound | grows without bound |`);
+lines.push("");
+lines.push(`| network blocks (${NET_BLOCKS.toLocaleString("en")}: half IPv4, half IPv6; compiled in ${netBlocks.compileMs} ms) | ns per lookup |`);
+lines.push("| --- | ---: |");
+for (const [name, label] of [["v4Hit", "IPv4, inside a block"], ["v4Miss", "IPv4, inside none"], ["v6Hit", "IPv6, inside a block"], ["v6Miss", "IPv6, inside none"], ["linearScanV4", "IPv4, inside none, linear scan (cidrSetHas)"]]) {
+  lines.push(`| ${label} | ${fmtNs(netBlocks.ns[name])} |`);
+}
 console.log(lines.join("\n"));
 
 const denied = results.flatMap((r) => Object.entries(r.deniedDecisions).filter(([, d]) => d > 0).map(([id, d]) => `${r.case}: ${id} denied ${d}`));
@@ -303,6 +372,7 @@ writeFileSync(
       clockNs,
       cases: results,
       memory,
+      netBlocks,
     },
     null,
     2,
