@@ -23,7 +23,7 @@ export interface LimitStanding {
 export function peekLimit(table: LimiterTable, subject: string, category: string, limit: Limit, nowMs: number): LimitStanding {
   const t = Math.floor(nowMs);
   table.hashKey(subject, category);
-  const slot = table.find(table.setBaseOf(limit), table.tagOf(limit));
+  const slot = table.find(table.setHashOf(limit), table.tagOf(limit));
   return { remaining: remainingOf(limit, table.relUnits(slot, t, limit.unitsPerMs)), resetMs: table.aheadMs(slot, t) };
 }
 
@@ -35,7 +35,7 @@ export function peekLimit(table: LimiterTable, subject: string, category: string
  */
 export function forgetLimit(table: LimiterTable, subject: string, category: string, limit: Limit, nowMs?: number): boolean {
   table.hashKey(subject, category);
-  const slot = table.find(table.setBaseOf(limit), table.tagOf(limit));
+  const slot = table.find(table.setHashOf(limit), table.tagOf(limit));
   if (slot < 0) return false;
   // A slot never written reads as earned back at 0, so time 0 tells "ever recorded".
   const held = table.aheadMs(slot, nowMs === undefined ? 0 : Math.floor(nowMs)) > 0;

@@ -1,10 +1,10 @@
-// The isolate's limiter state: a fixed-size, set-associative table of GCRA
-// states in one preallocated ArrayBuffer. It never grows with the number of
-// callers; when a set is full, the state earned back soonest is forgotten,
-// the incoming one included (DESIGN §4).
+// The isolate's limiter state: a fixed-size table of GCRA states in one
+// preallocated ArrayBuffer. It never grows with the number of callers; when
+// the small part of it a key may use is full, the state earned back soonest
+// is forgotten, the incoming one included (DESIGN §4).
 //
 // Layout: sets of WAYS = 4 slots of 16 bytes (four 32-bit words), so one set
-// is one 64-byte cache line and a lookup touches one line. A slot holds
+// is one 64-byte cache line. A slot holds
 //   w0, w1  tatCeilMs in 53 bits (w0 the low 32, the low 21 bits of w1 the
 //           rest): the state's TAT rounded up to a whole ms, absolute; the
 //           slot is empty whenever tatCeilMs <= now (0 = never used). The top
@@ -17,18 +17,29 @@
 // which each state is earned back. limit.ts keeps every state within 2^52 ms
 // of now, so tatCeilMs fits 53 bits for any nowMs below 2^52 (142,000 years).
 //
+// Two sets per key. A key lives in its first set (from the set hash) or its
+// second, first XOR (tag mod 64): both in one 4 KiB page, so a lookup costs
+// one TLB entry and two independent cache lines. A new key takes a free slot
+// in its first set, else in its second. With one set per key the first full
+// set comes early (100k live keys spread over 16 MiB already overflow a few
+// of its sets); two sets, and moving a state to its other set to make room,
+// keep ~100k live keys in 2 MiB instead.
+//
 // Active region: the whole buffer is allocated up front, but keys are spread
-// over a prefix of it (256 KiB at first) that doubles instead of evicting a
-// live state, until it is the whole table; only then are live states evicted.
-// A random access to the full 16 MiB costs ~120 ns on the benchmark VM (TLB
-// and cache misses), one into 256 KiB a few ns, so few callers stay cheap.
-// Doubling splits every set on the next bit of its keys' set hashes, which
-// the slots carry, so no state is lost or left behind. Every 2^18 writes a
-// sample of sets is counted, and when under 1/32 of slots are live the region
-// halves by merging each set with its upper twin, unless some pair holds more
-// live states than one set can: churn does not leave the region at full size
-// for good. Only earned-back states are dropped on the way, so decisions are
-// exactly those of a table that was full-size from the start.
+// over a prefix of it (256 KiB at first) that doubles instead of forgetting a
+// live state, until it is the whole table: a random access into a few MiB
+// costs a cache miss, one into 16 MiB a TLB miss on top. Before doubling, a
+// state in one of the key's full sets is moved to its own other set when that
+// has room (two steps at most). Doubling splits every set on the next bit of
+// its keys' set hashes, which the slots carry; a key's two sets differ only
+// in bits below the first active ones, so both split alike and no state is
+// lost or left behind. Every 2^18 writes a sample of sets is counted, and
+// when under 1/32 of slots are live the region halves by merging each set
+// with its upper twin, unless some pair holds more live states than one set
+// can: churn does not leave the region at full size for good. Only
+// earned-back states are dropped while the region is smaller than the table,
+// so until a key's two sets are full of live states in the whole table,
+// decisions are exactly those of a table that never forgets.
 import { fmix32 } from "./hash32";
 import { KeyHasher } from "./key-hasher";
 import type { Limit } from "./limit";
@@ -45,26 +56,10 @@ const SLOT_HASH_BITS = 11;
 /** How often (by default) the active region is reviewed for halving, and how many sets a review samples. */
 const REVIEW_EVERY_WRITES = 2 ** 18;
 const REVIEW_SAMPLE_SETS = 256;
+/** A key's second set is one of the 64 sets (one 4 KiB page) around its first. */
+const PAGE_SETS = 64;
 const TIME_HIGH_MASK = 0x1fffff;
 const TWO_POW_32 = 4294967296;
-
-/** ceil(a / b) for whole a >= 0, b >= 1 below 2^53, exact (the quotient is corrected after the float division). */
-export function ceilDiv(a: number, b: number): number {
-  if (b === 1) return a;
-  let k = Math.ceil(a / b);
-  if (k * b < a) k++;
-  else if ((k - 1) * b >= a) k--;
-  return k;
-}
-
-/** floor(a / b) for whole a >= 0, b >= 1 below 2^53, exact. */
-export function floorDiv(a: number, b: number): number {
-  if (b === 1) return a;
-  let k = Math.floor(a / b);
-  if (k * b > a) k--;
-  else if ((k + 1) * b <= a) k++;
-  return k;
-}
 
 export interface LimiterTableOptions {
   /** Seeds the key hash. Default: random per table, so outsiders cannot aim keys at one set. Tests pin it. */
@@ -87,6 +82,8 @@ export class LimiterTable {
   #mask: number;
   /** Set-hash bits below the ones a slot keeps (log2 of the first active set count). */
   readonly #startBits: number;
+  /** A key's second set is its first XOR (tag & #otherMask): below the first active bits, so both sets split alike. */
+  readonly #otherMask: number;
   readonly #reviewEveryWrites: number;
   #writesUntilReview: number;
 
@@ -107,6 +104,7 @@ export class LimiterTable {
     this.#fullMask = sets - 1;
     this.#startBits = startBits;
     this.#mask = 2 ** startBits - 1;
+    this.#otherMask = Math.min(PAGE_SETS, 2 ** startBits) - 1;
     this.#reviewEveryWrites = Math.max(1, Math.floor(options.reviewEveryWrites ?? REVIEW_EVERY_WRITES));
     this.#writesUntilReview = this.#reviewEveryWrites;
     this.#hasher = new KeyHasher(options.seed ?? Math.floor(Math.random() * 4294967296));
@@ -127,25 +125,34 @@ export class LimiterTable {
     return fmix32(this.#hasher.keyA ^ limit.keySaltA);
   }
 
-  /** The first slot of the set for a set hash, in the active region as it is now. */
+  /** The first slot of the key's first set for a set hash, in the active region as it is now. */
   setBaseFor(setHash: number): number {
     return (setHash & this.#mask) * WAYS;
   }
 
-  /** The first slot of the hashed key's set under `limit`. */
+  /** The first slot of the hashed key's first set under `limit`. */
   setBaseOf(limit: Limit): number {
     return this.setBaseFor(this.setHashOf(limit));
   }
 
-  /** The hashed key's tag under `limit` (from the other lane, so set and tag are independent). */
-  tagOf(limit: Limit): number {
-    return fmix32(this.#hasher.keyB ^ limit.keySaltB);
+  /** The first slot of the other set of a key with `tag` whose set (first or second) starts at setBase; setBase itself when it has one set. */
+  otherSetBase(setBase: number, tag: number): number {
+    return setBase ^ ((tag & this.#otherMask) * WAYS);
   }
 
-  /** The slot of the set at setBase holding `tag`, or −1. */
-  find(setBase: number, tag: number): number {
+  /** The hashed key's tag under `limit` (from the other lane, so set and tag are independent). */
+  tagOf(limit: Limit): number {
+    // Never 0, the tag of a slot never used or emptied, which no key then matches.
+    return fmix32(this.#hasher.keyB ^ limit.keySaltB) || 1;
+  }
+
+  /** The slot holding the key (setHash, tag) in either of its sets, or −1. */
+  find(setHash: number, tag: number): number {
     const words = this.#words;
-    for (let s = setBase; s < setBase + WAYS; s++) if (words[s * 4 + 2] === tag) return s;
+    const first = (setHash & this.#mask) * WAYS;
+    for (let s = first; s < first + WAYS; s++) if (words[s * 4 + 2] === tag) return s;
+    const second = first ^ ((tag & this.#otherMask) * WAYS);
+    if (second !== first) for (let s = second; s < second + WAYS; s++) if (words[s * 4 + 2] === tag) return s;
     return -1;
   }
 
@@ -180,19 +187,20 @@ export class LimiterTable {
   /**
    * Records TAT = t + resetMs − deficit/unitsPerMs for the key (setHash, tag),
    * with resetMs >= 1 and 0 <= deficit < unitsPerMs. The key's own slot is
-   * reused (`slotHint` from find, if still its); otherwise the slot earned
-   * back soonest (an empty one first) is replaced, after doubling the active
-   * region if that slot is live and the region is not yet the whole table.
-   * When the whole table's set is full of live states, the state earned back
-   * soonest is forgotten, the incoming one included: if no live state in the
-   * set is earned back later than the incoming one, nothing is written (the
-   * spend was admitted; only its record is dropped). The table never refuses.
+   * reused (`slotHint` from find, if still its); otherwise a free slot in its
+   * first set, else in its second, after making room (moving a state to its
+   * other set, or doubling the active region) while the region is not yet the
+   * whole table. When the whole table's two sets are full of live states, the
+   * state earned back soonest is forgotten, the incoming one included: if no
+   * live state there is earned back later than the incoming one, nothing is
+   * written (the spend was admitted; only its record is dropped). The table
+   * never refuses.
    */
   write(slotHint: number, setHash: number, tag: number, t: number, resetMs: number, deficit: number): void {
     const words = this.#words;
-    const setBase = (setHash & this.#mask) * WAYS;
     const tatCeilMs = t + resetMs;
-    const slot = slotHint >= setBase && slotHint < setBase + WAYS && words[slotHint * 4 + 2] === tag ? slotHint : this.#place(setBase, setHash, tag, t, tatCeilMs);
+    let slot = slotHint;
+    if (slot < 0 || words[slot * 4 + 2] !== tag || !this.#keeps(slot, setHash, tag, t)) slot = this.#place(setHash, tag, t, tatCeilMs);
     if (slot >= 0) {
       words[slot * 4] = tatCeilMs | 0;
       words[slot * 4 + 1] = Math.floor(tatCeilMs / TWO_POW_32) | ((setHash >>> this.#startBits) << 21);
@@ -202,37 +210,82 @@ export class LimiterTable {
     if (--this.#writesUntilReview === 0) this.#review(t);
   }
 
-  // The slot for a key that find() did not give: its own if it has one by now,
-  // else the one earned back soonest in its set, after doubling the active
-  // region while that one is live and the region can still grow; −1 when the
-  // whole table's set is live and the incoming state (earned back at
-  // tatCeilMs) is earned back no later than any of it, so it is the one
-  // forgotten. Ties between live states go to the lowest tag, so that which
-  // one is forgotten depends on the keys alone, not on where they sit.
-  #place(setBase: number, setHash: number, tag: number, t: number, tatCeilMs: number): number {
+  // Whether the key's own `slot` (from find) is where its new state goes: in
+  // its first set, or in its second while live. An earned-back state in the
+  // second set is no state, so the key is placed afresh, first set first (a
+  // hint can also be stale: an earlier write of the same decision may have
+  // doubled the region or moved states).
+  #keeps(slot: number, setHash: number, tag: number, t: number): boolean {
+    const set = slot - (slot % WAYS);
+    const first = (setHash & this.#mask) * WAYS;
+    return set === first || (set === (first ^ ((tag & this.#otherMask) * WAYS)) && this.#tatCeilMs(slot) > t);
+  }
+
+  // The slot for the key when find()'s was not kept: a free one in its first
+  // set, else in its second (its own earned-back slot counts as free, and is
+  // cleared when the state goes elsewhere), making room while the region can
+  // grow; when it cannot, the live state earned back soonest in both sets,
+  // or −1 when that is the incoming one (earned back at tatCeilMs, no later
+  // than all of them). Ties between live states go to the lowest tag, so what
+  // is forgotten depends on the keys, not on where they sit.
+  #place(setHash: number, tag: number, t: number, tatCeilMs: number): number {
+    for (;;) {
+      const own = this.find(setHash, tag);
+      if (own >= 0 && this.#keeps(own, setHash, tag, t)) return own;
+      const first = (setHash & this.#mask) * WAYS;
+      const second = first ^ ((tag & this.#otherMask) * WAYS);
+      let free = this.#freeIn(first, t);
+      if (free >= 0 && own >= 0) this.forget(own);
+      if (free < 0) free = own >= 0 ? own : second === first ? -1 : this.#freeIn(second, t);
+      if (free >= 0) return free;
+      if (this.#mask === this.#fullMask) return this.#victim(first, second, tatCeilMs);
+      if (!this.#makeRoom(first, t, 2) && (second === first || !this.#makeRoom(second, t, 2))) this.#double();
+    }
+  }
+
+  /** A slot of the set at setBase holding no state at t, or −1. */
+  #freeIn(setBase: number, t: number): number {
+    for (let s = setBase; s < setBase + WAYS; s++) if (this.#tatCeilMs(s) <= t) return s;
+    return -1;
+  }
+
+  // Both sets full of live states in the whole table: the one earned back soonest (lowest tag on a tie), unless the incoming one is.
+  #victim(first: number, second: number, tatCeilMs: number): number {
     const words = this.#words;
-    let slot = this.find(setBase, tag);
-    while (slot < 0) {
-      let victim = setBase;
-      let soonest = this.#tatCeilMs(setBase);
-      for (let s = setBase + 1; s < setBase + WAYS; s++) {
-        const v = this.#tatCeilMs(s);
-        if (v < soonest || (v === soonest && v > t && words[s * 4 + 2]! < words[victim * 4 + 2]!)) {
-          soonest = v;
-          victim = s;
-        }
-      }
-      if (soonest <= t) {
-        slot = victim;
-      } else if (this.#mask === this.#fullMask) {
-        return tatCeilMs <= soonest ? -1 : victim;
-      } else {
-        this.#double();
-        setBase = (setHash & this.#mask) * WAYS;
-        slot = this.find(setBase, tag);
+    let victim = first;
+    let soonest = this.#tatCeilMs(first);
+    for (let k = 1; k < 2 * WAYS; k++) {
+      if (k === WAYS && second === first) break;
+      const s = k < WAYS ? first + k : second + k - WAYS;
+      const v = this.#tatCeilMs(s);
+      if (v < soonest || (v === soonest && words[s * 4 + 2]! < words[victim * 4 + 2]!)) {
+        soonest = v;
+        victim = s;
       }
     }
-    return slot;
+    return tatCeilMs <= soonest ? -1 : victim;
+  }
+
+  // Frees a slot in the full set at setBase by moving one of its states to
+  // that state's other set, if that has a free slot, or (depth 2) can be given
+  // one the same way. True when a slot was freed. Only while the region grows:
+  // a state moved keeps its words, so nothing is lost.
+  #makeRoom(setBase: number, t: number, depth: number): boolean {
+    const words = this.#words;
+    for (let pass = 1; pass <= depth; pass++) {
+      for (let s = setBase; s < setBase + WAYS; s++) {
+        const other = setBase ^ ((words[s * 4 + 2]! & this.#otherMask) * WAYS);
+        if (other === setBase) continue;
+        let free = this.#freeIn(other, t);
+        if (free < 0 && pass > 1 && this.#makeRoom(other, t, pass - 1)) free = this.#freeIn(other, t);
+        if (free >= 0) {
+          words.copyWithin(free * 4, s * 4, s * 4 + 4);
+          words.fill(0, s * 4, s * 4 + 4);
+          return true;
+        }
+      }
+    }
+    return false;
   }
 
   // Doubles the active region: every slot whose key has the new set-hash bit
@@ -314,7 +367,7 @@ export class LimiterTable {
   earnedBackAtMs(subject: string, category: string, limit: Limit, nowMs: number): number | null {
     const t = Math.floor(nowMs);
     this.hashKey(subject, category);
-    const slot = this.find(this.setBaseOf(limit), this.tagOf(limit));
+    const slot = this.find(this.setHashOf(limit), this.tagOf(limit));
     if (slot < 0) return null;
     const tatCeilMs = this.#tatCeilMs(slot);
     return tatCeilMs > t ? tatCeilMs : null;

@@ -7,13 +7,15 @@ import { comparable, ReferenceGcra } from "./reference-gcra";
 
 // Tables small enough that their sets are full most of the time, so states
 // are forgotten on almost every step, compared with a model that forgets the
-// state earned back soonest (the incoming one included) per set. The tables
-// never grow: the active region is the whole table from the start.
+// state earned back soonest (the incoming one included) in a key's two sets.
+// The tables never grow: the active region is the whole table from the start,
+// so no state is ever moved to make room. With one set, a key's two sets are
+// that one; with four, a key's second set is any of them.
 const MIB = 1024 * 1024;
 const subjects = (addresses: number) => Array.from({ length: addresses }, (_, i) => `ip:192.0.2.${i}`).concat(["tenant:acme", "anonymous"]);
 const TABLES = [
   ["one set of four ways (fully associative)", (seed: number) => new LimiterTable(64 / MIB, { seed }), subjects(10)],
-  ["four sets of four ways", (seed: number) => new LimiterTable(256 / MIB, { seed, activeStartBytes: 256 }), subjects(24)],
+  ["four sets of four ways, two per key", (seed: number) => new LimiterTable(256 / MIB, { seed, activeStartBytes: 256 }), subjects(24)],
 ] as const;
 const CATEGORIES = ["request", "upload"];
 
@@ -49,7 +51,9 @@ describe("admit with eviction against the evicting reference model", () => {
         const table = makeTable(seed);
         const place = (subject: string, category: string, limit: Limit) => {
           table.hashKey(subject, category);
-          return { group: table.setBaseOf(limit), tie: table.tagOf(limit) };
+          const first = table.setBaseOf(limit);
+          const tie = table.tagOf(limit);
+          return { groups: [first, table.otherSetBase(first, tie)] as const, tie };
         };
         // The table tells keys apart by set and 32-bit tag only; a run whose keys collide there is not this test's subject.
         const keys: { subject: string; category: string; limit: Limit }[] = [];
@@ -57,14 +61,14 @@ describe("admit with eviction against the evicting reference model", () => {
         SUBJECTS.forEach((subject, s) =>
           CATEGORIES.forEach((category, c) => {
             for (const limit of lists[s * CATEGORIES.length + c]!) {
-              const { group, tie } = place(subject, category, limit);
-              seen.add(`${group}/${tie}`);
+              const { groups, tie } = place(subject, category, limit);
+              seen.add(`${groups[0]}/${tie}`);
               keys.push({ subject, category, limit });
             }
           }),
         );
         fc.pre(seen.size === keys.length);
-        const reference = new ReferenceGcra({ capacity: 4, groupOf: (...k) => place(...k).group, tieOf: (...k) => place(...k).tie });
+        const reference = new ReferenceGcra({ capacity: 4, groupsOf: (...k) => place(...k).groups, tieOf: (...k) => place(...k).tie });
         let nowMs = 1_000_000;
         for (const step of steps) {
           nowMs += step.advanceMs;

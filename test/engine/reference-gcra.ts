@@ -3,11 +3,13 @@
 // units exactly), no table, no hashing. Slow and obviously right.
 //
 // By default it never forgets a state. Given `eviction`, it keeps at most
-// `capacity` live states per group (`groupOf`: the table's set), and when a
-// group is full it forgets the state earned back soonest, in whole ms rounded
-// up, the incoming one included: the incoming state is dropped when no live
-// state of its group is earned back later. Among live states earned back in
-// the same whole ms, the one with the lowest `tieOf` goes.
+// `capacity` live states per group (the table's sets). A key may sit in
+// either of its two groups (`groupsOf`; they may be one): a new state goes to
+// the first with room, and when both are full the state earned back soonest
+// in them, in whole ms rounded up, is forgotten, the incoming one included:
+// the incoming state is dropped when no live state there is earned back
+// later. Among live states earned back in the same whole ms, the one with the
+// lowest `tieOf` goes.
 import type { Charge } from "../../src/engine/gcra";
 import type { Limit } from "../../src/engine/limit";
 
@@ -45,7 +47,7 @@ interface Entry {
 
 export interface ReferenceEviction {
   capacity: number;
-  groupOf: (subject: string, category: string, limit: Limit) => number;
+  groupsOf: (subject: string, category: string, limit: Limit) => readonly [first: number, second: number];
   tieOf: (subject: string, category: string, limit: Limit) => number;
 }
 
@@ -92,13 +94,16 @@ export class ReferenceGcra {
       own.tat = tat;
       return;
     }
-    const group = eviction.groupOf(charge.subject, charge.category, limit);
-    const incoming: State = { tat, count, group, tie: eviction.tieOf(charge.subject, charge.category, limit) };
-    const rivals = [...this.#states].filter(([, s]) => s.group === group && live(s));
-    if (rivals.length < eviction.capacity) {
-      this.#states.set(key, incoming);
-      return;
+    const tie = eviction.tieOf(charge.subject, charge.category, limit);
+    const groups = eviction.groupsOf(charge.subject, charge.category, limit);
+    const liveIn = (group: number) => [...this.#states].filter(([, s]) => s.group === group && live(s));
+    for (const group of groups) {
+      if (liveIn(group).length < eviction.capacity) {
+        this.#states.set(key, { tat, count, group, tie });
+        return;
+      }
     }
+    const rivals = groups[0] === groups[1] ? liveIn(groups[0]) : [...liveIn(groups[0]), ...liveIn(groups[1])];
     const wholeMs = (s: State) => ceilDiv(s.tat, s.count);
     let soonest = rivals[0]!;
     for (const rival of rivals) {
@@ -106,13 +111,13 @@ export class ReferenceGcra {
       const b = wholeMs(soonest[1]);
       if (a < b || (a === b && rival[1].tie < soonest[1].tie)) soonest = rival;
     }
-    if (wholeMs(incoming) <= wholeMs(soonest[1])) {
+    if (ceilDiv(tat, count) <= wholeMs(soonest[1])) {
       this.droppedIncoming++; // the incoming state is the one forgotten
       return;
     }
     this.evicted++;
     this.#states.delete(soonest[0]);
-    this.#states.set(key, incoming);
+    this.#states.set(key, { tat, count, group: soonest[1].group, tie });
   }
 
   admit(charges: readonly Charge[], nowMs: number): ReferenceDecision {
