@@ -1,8 +1,9 @@
 // Network blocks (`net:<CIDR>` targets, DESIGN §15): which block, if any,
 // covers a client address. Checked on every request before anything else,
 // against up to tens of thousands of blocks, so the blocks are compiled once
-// per snapshot into sorted disjoint ranges and a lookup is one binary search
-// (about 15 steps for 10,000 blocks), with no allocation.
+// per snapshot into sorted disjoint ranges and a lookup is one binary search,
+// with no allocation. A table of 4,096 entries, by the address's top 12 bits,
+// narrows the search first: 10,000 blocks then take a few steps, not 15.
 //
 // CIDRs are nested or disjoint, never partly overlapping, so the address
 // space splits into ranges each covered by one most specific block (or none).
@@ -107,6 +108,27 @@ function column(starts: readonly (readonly number[])[], word: number): Int32Arra
   return Int32Array.from(starts, (s) => (s[word]! ^ SIGN) | 0);
 }
 
+/** Top bits of an address (of its first word) that pick its entry in the bucket table. */
+const BUCKET_BITS = 12;
+
+/**
+ * For each bucket b (first words whose top BUCKET_BITS bits are b), the last
+ * range starting at or below the bucket's first address; entry b + 1 bounds
+ * the search from above. `firstWords` holds the ranges' first words, flipped.
+ */
+function bucketTable(firstWords: Int32Array): Int32Array {
+  const table = new Int32Array(2 ** BUCKET_BITS + 1);
+  let range = 0;
+  for (let b = 0; b < 2 ** BUCKET_BITS; b++) {
+    const first = ((b * 2 ** (32 - BUCKET_BITS)) ^ SIGN) | 0;
+    // Ranges starting before the bucket's first address: their first word is smaller (an equal one starts at or after it).
+    while (range + 1 < firstWords.length && firstWords[range + 1]! < first) range++;
+    table[b] = range;
+  }
+  table[2 ** BUCKET_BITS] = firstWords.length - 1;
+  return table;
+}
+
 /**
  * Compiles blocks for match(). Entries whose cidr does not parse are left
  * out and listed in `invalid` (the admin API validates targets when they are
@@ -134,9 +156,19 @@ export function compileNetBlocks(entries: readonly NetBlockEntry[]): NetBlockMat
     entries.length - invalid.length,
     Object.freeze(invalid),
     entries.map((e) => e.id),
-    { starts: column(p4.starts, 0), labels: Int32Array.from(p4.labels) },
-    { starts: [0, 1, 2, 3].map((w) => column(p6.starts, w)), labels: Int32Array.from(p6.labels) },
+    withBuckets({ starts: [column(p4.starts, 0)], labels: Int32Array.from(p4.labels) }),
+    withBuckets({ starts: [0, 1, 2, 3].map((w) => column(p6.starts, w)), labels: Int32Array.from(p6.labels) }),
   );
+}
+
+function withBuckets(family: { starts: readonly Int32Array[]; labels: Int32Array }) {
+  return { ...family, buckets: bucketTable(family.starts[0]!) };
+}
+
+interface Compiled {
+  starts: readonly Int32Array[];
+  labels: Int32Array;
+  buckets: Int32Array;
 }
 
 class CompiledNetBlocks implements NetBlockMatcher {
@@ -147,24 +179,29 @@ class CompiledNetBlocks implements NetBlockMatcher {
   readonly #v4Starts: Int32Array;
   /** The entry covering each IPv4 range, or −1. */
   readonly #v4Labels: Int32Array;
+  /** Per top-12-bit bucket, the first and (next entry) last range the search need look at (see bucketTable). */
+  readonly #v4Buckets: Int32Array;
   /** The same for IPv6, one array per 32-bit word, most significant first. */
   readonly #v6Starts0: Int32Array;
   readonly #v6Starts1: Int32Array;
   readonly #v6Starts2: Int32Array;
   readonly #v6Starts3: Int32Array;
   readonly #v6Labels: Int32Array;
+  readonly #v6Buckets: Int32Array;
 
-  constructor(size: number, invalid: readonly number[], ids: readonly string[], v4: { starts: Int32Array; labels: Int32Array }, v6: { starts: readonly Int32Array[]; labels: Int32Array }) {
+  constructor(size: number, invalid: readonly number[], ids: readonly string[], v4: Compiled, v6: Compiled) {
     this.size = size;
     this.invalid = invalid;
     this.#ids = ids;
-    this.#v4Starts = v4.starts;
+    this.#v4Starts = v4.starts[0]!;
     this.#v4Labels = v4.labels;
+    this.#v4Buckets = v4.buckets;
     this.#v6Starts0 = v6.starts[0]!;
     this.#v6Starts1 = v6.starts[1]!;
     this.#v6Starts2 = v6.starts[2]!;
     this.#v6Starts3 = v6.starts[3]!;
     this.#v6Labels = v6.labels;
+    this.#v6Buckets = v6.buckets;
   }
 
   match(addr: ParsedAddress): string | null {
@@ -183,8 +220,9 @@ class CompiledNetBlocks implements NetBlockMatcher {
   // The last range starting at or below x.
   #matchV4(x: number): number {
     const starts = this.#v4Starts;
-    let lo = 0;
-    let hi = starts.length - 1;
+    const bucket = (x ^ SIGN) >>> (32 - BUCKET_BITS);
+    let lo = this.#v4Buckets[bucket]!;
+    let hi = this.#v4Buckets[bucket + 1]!;
     while (lo < hi) {
       const mid = (lo + hi + 1) >>> 1;
       if (starts[mid]! <= x) lo = mid;
@@ -198,8 +236,9 @@ class CompiledNetBlocks implements NetBlockMatcher {
     const s1 = this.#v6Starts1;
     const s2 = this.#v6Starts2;
     const s3 = this.#v6Starts3;
-    let lo = 0;
-    let hi = s0.length - 1;
+    const bucket = (x0 ^ SIGN) >>> (32 - BUCKET_BITS);
+    let lo = this.#v6Buckets[bucket]!;
+    let hi = this.#v6Buckets[bucket + 1]!;
     while (lo < hi) {
       const mid = (lo + hi + 1) >>> 1;
       const a = s0[mid]!;
