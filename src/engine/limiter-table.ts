@@ -3,63 +3,51 @@
 // the small part of it a key may use is full, the state earned back soonest
 // is forgotten, the incoming one included (DESIGN §4).
 //
-// Layout: sets of WAYS = 4 slots of 16 bytes (four 32-bit words), so one set
-// is one 64-byte cache line. A slot holds
+// Layout: sets of WAYS = 4 slots of 16 bytes (four 32-bit words), one set per
+// 64-byte cache line. A slot holds
 //   w0, w1  tatCeilMs in 53 bits (w0 the low 32, the low 21 bits of w1 the
 //           rest): the state's TAT rounded up to a whole ms, absolute; the
 //           slot is empty whenever tatCeilMs <= now (0 = never used). The top
 //           11 bits of w1 carry 11 bits of the key's set hash (see below).
 //   w2      tag: 32 bits of the key's hash, independent of the set hash (the
-//           key string itself is never stored)
+//           key string itself is never stored); never 0
 //   w3      deficit: tatCeilMs − TAT in the limit's units (0 <= deficit < unitsPerMs)
 // so TAT = tatCeilMs − deficit/unitsPerMs exactly. Rounding up makes "empty"
 // one comparison against whole-ms now, and orders eviction by the whole ms at
 // which each state is earned back. limit.ts keeps every state within 2^52 ms
-// of now, so tatCeilMs fits 53 bits for any nowMs below 2^52 (142,000 years).
+// of now, so tatCeilMs fits 53 bits for any nowMs below 2^52.
 //
-// Two sets per key. A key lives in its first set (from the set hash) or its
-// second, first XOR (tag mod 64): both in one 4 KiB page, so a lookup costs
-// one TLB entry and two independent cache lines. A new key takes a free slot
-// in its first set, else in its second. With one set per key the first full
-// set comes early (100k live keys spread over 16 MiB already overflow a few
-// of its sets); two sets, and moving a state to its other set to make room,
-// keep ~100k live keys in 2 MiB instead.
+// Two sets per key: its first (from the set hash), or its second, the first
+// XOR (tag mod 64), in the same 4 KiB page, so a lookup costs one TLB entry
+// and two independent cache lines at most. A new key takes a free slot in its
+// first set, else in its second. With one set per key, 100k live keys spread
+// over all 16 MiB (a random access there is a TLB miss on top of a cache
+// miss) and some were already forgotten; with two, and moving a state to its
+// other set to make room, they fit in 2-4 MiB.
 //
-// Active region: the whole buffer is allocated up front, but keys are spread
-// over a prefix of it (256 KiB at first) that doubles instead of forgetting a
-// live state, until it is the whole table: a random access into a few MiB
-// costs a cache miss, one into 16 MiB a TLB miss on top. Before doubling, a
-// state in one of the key's full sets is moved to its own other set when that
-// has room (two steps at most). Doubling splits every set on the next bit of
-// its keys' set hashes, which the slots carry; a key's two sets differ only
-// in bits below the first active ones, so both split alike and no state is
-// lost or left behind. Every 2^18 writes a sample of sets is counted, and
-// when under 1/32 of slots are live the region halves by merging each set
-// with its upper twin, unless some pair holds more live states than one set
-// can: churn does not leave the region at full size for good. Only
+// Active region: keys are spread over a prefix of the buffer (256 KiB at
+// first) that doubles, rather than forget a live state, until it is the whole
+// table, and halves when a sampled review finds it under 1/32 live
+// (limiter-region.ts). Before doubling, a state in one of the key's full sets
+// moves to its own other set if that has room (two steps at most). Only
 // earned-back states are dropped while the region is smaller than the table,
 // so until a key's two sets are full of live states in the whole table,
 // decisions are exactly those of a table that never forgets.
 import { fmix32 } from "./hash32";
 import { KeyHasher } from "./key-hasher";
 import type { Limit } from "./limit";
+import { doubleRegion, halveRegion, SET_BYTES, sampledLiveShare, SLOT_HASH_SHIFT, tatCeilMsOf, TWO_POW_32, WAYS } from "./limiter-region";
 import { PendingSpends } from "./pending-spends";
 
-const WAYS = 4;
-const SLOT_BYTES = 16;
-const SET_BYTES = WAYS * SLOT_BYTES;
-const BYTES_PER_MIB = 1024 * 1024;
 /** The active region at first: 4096 sets, 16,384 slots, 64 pages. */
 const ACTIVE_START_BYTES = 256 * 1024;
 /** Set-hash bits a slot keeps above the first active ones: the active region can double this many times. */
 const SLOT_HASH_BITS = 11;
-/** How often (by default) the active region is reviewed for halving, and how many sets a review samples. */
+/** How often (by default) the active region is reviewed for halving. */
 const REVIEW_EVERY_WRITES = 2 ** 18;
-const REVIEW_SAMPLE_SETS = 256;
 /** A key's second set is one of the 64 sets (one 4 KiB page) around its first. */
 const PAGE_SETS = 64;
-const TIME_HIGH_MASK = 0x1fffff;
-const TWO_POW_32 = 4294967296;
+const BYTES_PER_MIB = 1024 * 1024;
 
 export interface LimiterTableOptions {
   /** Seeds the key hash. Default: random per table, so outsiders cannot aim keys at one set. Tests pin it. */
@@ -125,14 +113,9 @@ export class LimiterTable {
     return fmix32(this.#hasher.keyA ^ limit.keySaltA);
   }
 
-  /** The first slot of the key's first set for a set hash, in the active region as it is now. */
-  setBaseFor(setHash: number): number {
-    return (setHash & this.#mask) * WAYS;
-  }
-
-  /** The first slot of the hashed key's first set under `limit`. */
+  /** The first slot of the hashed key's first set under `limit`, in the active region as it is now. */
   setBaseOf(limit: Limit): number {
-    return this.setBaseFor(this.setHashOf(limit));
+    return (this.setHashOf(limit) & this.#mask) * WAYS;
   }
 
   /** The first slot of the other set of a key with `tag` whose set (first or second) starts at setBase; setBase itself when it has one set. */
@@ -156,11 +139,6 @@ export class LimiterTable {
     return -1;
   }
 
-  /** The whole ms (rounded up) at which the state in `slot` is earned back; 0 for a slot never used. */
-  #tatCeilMs(slot: number): number {
-    return (this.#words[slot * 4 + 1]! & TIME_HIGH_MASK) * TWO_POW_32 + (this.#words[slot * 4]! >>> 0);
-  }
-
   /** TAT − t in units of 1/unitsPerMs ms held in `slot` (from find), or 0 when it holds no state at t. */
   relUnits(slot: number, t: number, unitsPerMs: number): number {
     const aheadMs = this.aheadMs(slot, t);
@@ -170,7 +148,7 @@ export class LimiterTable {
   /** Whole ms from t until the state in `slot` (from find) is earned back, rounded up: 0 when it holds no state at t. */
   aheadMs(slot: number, t: number): number {
     if (slot < 0) return 0;
-    const aheadMs = this.#tatCeilMs(slot) - t;
+    const aheadMs = tatCeilMsOf(this.#words, slot) - t;
     return aheadMs > 0 ? aheadMs : 0;
   }
 
@@ -203,7 +181,7 @@ export class LimiterTable {
     if (slot < 0 || words[slot * 4 + 2] !== tag || !this.#keeps(slot, setHash, tag, t)) slot = this.#place(setHash, tag, t, tatCeilMs);
     if (slot >= 0) {
       words[slot * 4] = tatCeilMs | 0;
-      words[slot * 4 + 1] = Math.floor(tatCeilMs / TWO_POW_32) | ((setHash >>> this.#startBits) << 21);
+      words[slot * 4 + 1] = Math.floor(tatCeilMs / TWO_POW_32) | ((setHash >>> this.#startBits) << SLOT_HASH_SHIFT);
       words[slot * 4 + 2] = tag;
       words[slot * 4 + 3] = deficit;
     }
@@ -218,7 +196,7 @@ export class LimiterTable {
   #keeps(slot: number, setHash: number, tag: number, t: number): boolean {
     const set = slot - (slot % WAYS);
     const first = (setHash & this.#mask) * WAYS;
-    return set === first || (set === (first ^ ((tag & this.#otherMask) * WAYS)) && this.#tatCeilMs(slot) > t);
+    return set === first || (set === (first ^ ((tag & this.#otherMask) * WAYS)) && tatCeilMsOf(this.#words, slot) > t);
   }
 
   // The slot for the key when find()'s was not kept: a free one in its first
@@ -239,13 +217,16 @@ export class LimiterTable {
       if (free < 0) free = own >= 0 ? own : second === first ? -1 : this.#freeIn(second, t);
       if (free >= 0) return free;
       if (this.#mask === this.#fullMask) return this.#victim(first, second, tatCeilMs);
-      if (!this.#makeRoom(first, t, 2) && (second === first || !this.#makeRoom(second, t, 2))) this.#double();
+      if (!this.#makeRoom(first, t, 2) && (second === first || !this.#makeRoom(second, t, 2))) {
+        doubleRegion(this.#words, this.#mask + 1, this.#startBits);
+        this.#mask = this.#mask * 2 + 1;
+      }
     }
   }
 
   /** A slot of the set at setBase holding no state at t, or −1. */
   #freeIn(setBase: number, t: number): number {
-    for (let s = setBase; s < setBase + WAYS; s++) if (this.#tatCeilMs(s) <= t) return s;
+    for (let s = setBase; s < setBase + WAYS; s++) if (tatCeilMsOf(this.#words, s) <= t) return s;
     return -1;
   }
 
@@ -253,11 +234,11 @@ export class LimiterTable {
   #victim(first: number, second: number, tatCeilMs: number): number {
     const words = this.#words;
     let victim = first;
-    let soonest = this.#tatCeilMs(first);
+    let soonest = tatCeilMsOf(this.#words, first);
     for (let k = 1; k < 2 * WAYS; k++) {
       if (k === WAYS && second === first) break;
       const s = k < WAYS ? first + k : second + k - WAYS;
-      const v = this.#tatCeilMs(s);
+      const v = tatCeilMsOf(this.#words, s);
       if (v < soonest || (v === soonest && words[s * 4 + 2]! < words[victim * 4 + 2]!)) {
         soonest = v;
         victim = s;
@@ -288,78 +269,18 @@ export class LimiterTable {
     return false;
   }
 
-  // Doubles the active region: every slot whose key has the new set-hash bit
-  // moves to the same way of the set above it, which has never been used.
-  #double(): void {
-    const words = this.#words;
-    const oldSets = this.#mask + 1;
-    const bitShift = 21 + Math.log2(oldSets) - this.#startBits;
-    const offsetWords = oldSets * WAYS * 4;
-    for (let w = 0; w < offsetWords; w += 4) {
-      if (((words[w + 1]! >>> bitShift) & 1) === 1) {
-        words[w + offsetWords] = words[w]!;
-        words[w + offsetWords + 1] = words[w + 1]!;
-        words[w + offsetWords + 2] = words[w + 2]!;
-        words[w + offsetWords + 3] = words[w + 3]!;
-        words[w] = 0;
-        words[w + 1] = 0;
-        words[w + 2] = 0;
-        words[w + 3] = 0;
-      }
-    }
-    this.#mask = oldSets * 2 - 1;
-  }
-
-  #liveIn(setBase: number, t: number): number {
-    let live = 0;
-    for (let s = setBase; s < setBase + WAYS; s++) if (this.#tatCeilMs(s) > t) live++;
-    return live;
-  }
-
   // Halves the active region when a sample of its sets is under 1/32 live.
   #review(t: number): void {
     this.#writesUntilReview = this.#reviewEveryWrites;
     const sets = this.#mask + 1;
-    if (sets <= 2 ** this.#startBits) return;
-    const stride = Math.max(1, Math.floor(sets / REVIEW_SAMPLE_SETS));
-    let live = 0;
-    let sampled = 0;
-    for (let set = 0; set < sets; set += stride, sampled++) live += this.#liveIn(set * WAYS, t);
-    if (live * 32 < sampled * WAYS) this.#halve(t);
-  }
-
-  // Merges each set of the upper half into its twin below, keeping only live
-  // states; gives up, changing nothing, if some pair has more than WAYS.
-  #halve(t: number): void {
-    const words = this.#words;
-    const half = (this.#mask + 1) / 2;
-    const offsetSlots = half * WAYS;
-    for (let set = 0; set < half; set++) {
-      if (this.#liveIn(set * WAYS, t) + this.#liveIn(set * WAYS + offsetSlots, t) > WAYS) return;
-    }
-    for (let set = 0; set < half; set++) {
-      let to = set * WAYS;
-      for (let from = set * WAYS; from < set * WAYS + 2 * WAYS; from++) {
-        const slot = from < set * WAYS + WAYS ? from : from - WAYS + offsetSlots;
-        if (this.#tatCeilMs(slot) > t) {
-          if (slot !== to) {
-            words.copyWithin(to * 4, slot * 4, slot * 4 + 4);
-            words.fill(0, slot * 4, slot * 4 + 4);
-          }
-          to++;
-        } else {
-          words.fill(0, slot * 4, slot * 4 + 4);
-        }
-      }
-    }
-    this.#mask = half - 1;
+    if (sets > 2 ** this.#startBits && sampledLiveShare(this.#words, sets, t) < 1 / 32 && halveRegion(this.#words, sets, t)) this.#mask = sets / 2 - 1;
   }
 
   /** Slots holding state not yet earned back at nowMs (a full scan: for tests and metrics, not the hot path). */
   liveEntries(nowMs: number): number {
     const t = Math.floor(nowMs);
     let live = 0;
-    for (let s = 0; s < this.slotCount; s++) if (this.#tatCeilMs(s) > t) live++;
+    for (let s = 0; s < this.slotCount; s++) if (tatCeilMsOf(this.#words, s) > t) live++;
     return live;
   }
 
@@ -369,7 +290,7 @@ export class LimiterTable {
     this.hashKey(subject, category);
     const slot = this.find(this.setHashOf(limit), this.tagOf(limit));
     if (slot < 0) return null;
-    const tatCeilMs = this.#tatCeilMs(slot);
+    const tatCeilMs = tatCeilMsOf(this.#words, slot);
     return tatCeilMs > t ? tatCeilMs : null;
   }
 }

@@ -89,8 +89,9 @@ describe("admit with eviction against the evicting reference model", () => {
       }),
       { numRuns: 200 },
     );
-    // The sets were full often enough for both ways of forgetting to be compared many times.
-    expect(evicted).toBeGreaterThan(100);
-    expect(droppedIncoming).toBeGreaterThan(100);
+    // The sets were full often enough for both ways of forgetting to be compared many times
+    // (one set: ~700 and ~1,500 per 200 runs; four: ~150 and ~120).
+    expect(evicted).toBeGreaterThan(40);
+    expect(droppedIncoming).toBeGreaterThan(40);
   });
 });
