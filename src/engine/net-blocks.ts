@@ -15,6 +15,7 @@
 // a /32 a provider). IPv4-mapped IPv6 is IPv4 here as everywhere (cidr.ts):
 // `::ffff:10.0.0.0/104` is the block 10.0.0.0/8, and `::/0` does not cover
 // IPv4 clients.
+import { disjointRanges, type Ranges, SIGN } from "./address-ranges";
 import { type ParsedAddress, parseCidrs } from "./cidr";
 
 export interface NetBlockEntry {
@@ -34,78 +35,6 @@ export interface NetBlockMatcher {
    * among blocks of the same network, the first given), or null.
    */
   match(addr: ParsedAddress): string | null;
-}
-
-/** Flips the top bit so that unsigned 32-bit words compare in order as signed ones (Int32Array, small integers). */
-const SIGN = 0x80000000;
-
-/** A block as its first and last address, each a list of unsigned 32-bit words (one for IPv4, four for IPv6), most significant first. */
-interface Span {
-  start: readonly number[];
-  end: readonly number[];
-  label: number;
-}
-
-function compare(a: readonly number[], b: readonly number[]): number {
-  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return a[i]! < b[i]! ? -1 : 1;
-  return 0;
-}
-
-/** a + 1, or null when a is the last address. */
-function successor(a: readonly number[]): number[] | null {
-  const next = [...a];
-  for (let i = next.length - 1; i >= 0; i--) {
-    if (next[i] !== 0xffffffff) {
-      next[i] = next[i]! + 1;
-      return next;
-    }
-    next[i] = 0;
-  }
-  return null;
-}
-
-/** The disjoint ranges, each as its first address and the label covering it (−1: none), in order; the first starts at 0. */
-function partition(spans: Span[], words: number): { starts: (readonly number[])[]; labels: number[] } {
-  // Address order; an enclosing block before the blocks inside it; the first given first.
-  spans.sort((a, b) => compare(a.start, b.start) || compare(b.end, a.end) || a.label - b.label);
-  const starts: (readonly number[])[] = [new Array<number>(words).fill(0)];
-  const labels: number[] = [-1];
-  const emit = (at: readonly number[], label: number) => {
-    const last = starts.length - 1;
-    if (compare(starts[last]!, at) === 0) {
-      labels[last] = label;
-      if (last > 0 && labels[last - 1] === label) {
-        starts.pop();
-        labels.pop();
-      }
-    } else if (labels[last] !== label) {
-      starts.push(at);
-      labels.push(label);
-    }
-  };
-  // Close every open block that ends before `before` (all of them when null), innermost first.
-  const open: Span[] = [];
-  const closeUntil = (before: readonly number[] | null) => {
-    while (open.length > 0 && (before === null || compare(open[open.length - 1]!.end, before) < 0)) {
-      const after = successor(open.pop()!.end);
-      if (after === null) return; // it ends at the last address, and so does every block around it
-      emit(after, open[open.length - 1]?.label ?? -1);
-    }
-  };
-  for (const span of spans) {
-    const top = open[open.length - 1];
-    if (top !== undefined && compare(top.start, span.start) === 0 && compare(top.end, span.end) === 0) continue; // the same network again: the first given wins
-    closeUntil(span.start);
-    open.push(span);
-    emit(span.start, span.label);
-  }
-  closeUntil(null);
-  return { starts, labels };
-}
-
-/** Word `word` of each range start, top bit flipped. */
-function column(starts: readonly (readonly number[])[], word: number): Int32Array {
-  return Int32Array.from(starts, (s) => (s[word]! ^ SIGN) | 0);
 }
 
 /** Top bits of an address (of its first word) that pick its entry in the bucket table. */
@@ -133,36 +62,38 @@ function bucketTable(firstWords: Int32Array): Int32Array {
  * Compiles blocks for match(). Entries whose cidr does not parse are left
  * out and listed in `invalid` (the admin API validates targets when they are
  * written; a bad one in storage must not take the others down). Build it once
- * per blocks snapshot, not per request.
+ * per change of the block list, not per request.
  */
 export function compileNetBlocks(entries: readonly NetBlockEntry[]): NetBlockMatcher {
-  const v4: Span[] = [];
-  const v6: Span[] = [];
+  const v4 = { words: 1, count: 0, starts: new Uint32Array(entries.length), ends: new Uint32Array(entries.length), labels: new Int32Array(entries.length) };
+  const v6 = { words: 4, count: 0, starts: new Uint32Array(entries.length * 4), ends: new Uint32Array(entries.length * 4), labels: new Int32Array(entries.length) };
   const invalid: number[] = [];
-  entries.forEach((entry, index) => {
+  const ids: string[] = [];
+  for (let index = 0; index < entries.length; index++) {
+    const entry = entries[index]!;
+    ids.push(entry.id);
     const parsed = parseCidrs([entry.cidr]);
-    if (!parsed.ok) {
+    const c4 = parsed.ok ? parsed.set.v4[0] : undefined;
+    const c6 = parsed.ok ? parsed.set.v6[0] : undefined;
+    if (c4 !== undefined) {
+      v4.starts[v4.count] = c4.net;
+      v4.ends[v4.count] = c4.net | ~c4.mask;
+      v4.labels[v4.count++] = index;
+    } else if (c6 !== undefined) {
+      for (let w = 0; w < 4; w++) {
+        v6.starts[v6.count * 4 + w] = c6.net[w]!;
+        v6.ends[v6.count * 4 + w] = c6.net[w]! | ~c6.mask[w]!;
+      }
+      v6.labels[v6.count++] = index;
+    } else {
       invalid.push(index);
-      return;
     }
-    const c4 = parsed.set.v4[0];
-    const c6 = parsed.set.v6[0];
-    if (c4 !== undefined) v4.push({ start: [c4.net], end: [(c4.net | ~c4.mask) >>> 0], label: index });
-    else if (c6 !== undefined) v6.push({ start: c6.net, end: c6.net.map((w, i) => (w | ~c6.mask[i]!) >>> 0), label: index });
-  });
-  const p4 = partition(v4, 1);
-  const p6 = partition(v6, 4);
-  return new CompiledNetBlocks(
-    entries.length - invalid.length,
-    Object.freeze(invalid),
-    entries.map((e) => e.id),
-    withBuckets({ starts: [column(p4.starts, 0)], labels: Int32Array.from(p4.labels) }),
-    withBuckets({ starts: [0, 1, 2, 3].map((w) => column(p6.starts, w)), labels: Int32Array.from(p6.labels) }),
-  );
+  }
+  return new CompiledNetBlocks(entries.length - invalid.length, Object.freeze(invalid), ids, withBuckets(disjointRanges(v4)), withBuckets(disjointRanges(v6)));
 }
 
-function withBuckets(family: { starts: readonly Int32Array[]; labels: Int32Array }) {
-  return { ...family, buckets: bucketTable(family.starts[0]!) };
+function withBuckets(ranges: Ranges): Compiled {
+  return { starts: ranges.columns, labels: ranges.labels, buckets: bucketTable(ranges.columns[0]!) };
 }
 
 interface Compiled {
