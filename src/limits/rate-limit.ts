@@ -12,6 +12,7 @@ import { type CategoryDefaults, resolveLimits } from "../engine/resolve-limits";
 import type { RouteMatch } from "../engine/routes";
 import type { Check } from "./check";
 import { rateLimitedResponse } from "./rate-limit-response";
+import { addOpenRent } from "./stream-charges";
 import { noteRefusal } from "./sustained";
 
 export const REQUEST_CATEGORY = "request";
@@ -78,6 +79,8 @@ export function rateLimit(options: RateLimitOptions): Check {
   const { table, defaults } = options;
   return function rateLimitStep(x) {
     const charges = chargesFor(x.caller, defaults, x.route);
+    // A WebSocket open also prepays its first period of stream rent (DESIGN §13), in the same all-or-nothing admission.
+    if (x.upgrade) addOpenRent(charges, x.caller, defaults);
     const decision = admit(table, charges, x.startedAtMs);
     if (!decision.allowed) {
       const denied = charges[decision.deniedChargeIndex];
