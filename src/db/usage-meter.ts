@@ -19,8 +19,11 @@ import { usageMonthly } from "./schema";
 import { periodOf } from "./usage-monthly";
 import { errorName, log } from "../log/logger";
 
-/** `stream_seconds`: how long the tenant's WebSocket streams stayed open (DESIGN §13), whole seconds, each stream rounded up. */
-export type MeterMetric = "requests" | "bytes_in" | "bytes_stored" | "stream_seconds";
+/**
+ * `stream_seconds`: how long the tenant's WebSocket streams stayed open (DESIGN §13), whole seconds, each stream rounded up.
+ * `units:<category>`: what response-priced routes cost (DESIGN §14), in the category's units.
+ */
+export type MeterMetric = "requests" | "bytes_in" | "bytes_stored" | "stream_seconds" | `units:${string}`;
 
 interface Pending {
   readonly tenant: string;

@@ -24,6 +24,7 @@ import type { CategoryDefaults } from "../engine/resolve-limits";
 import { errorName, log } from "../log/logger";
 import { type StreamEnd, streamLogLine } from "../log/stream-log";
 import { CLOSE_ABNORMAL, CLOSE_GOING_AWAY, closeQuietly, passClose, sendQuietly } from "../proxy/websocket";
+import { chargedSubjects } from "./rate-limit";
 import { flushUsage } from "./settle";
 import { anyLimited, categoryCharges, MESSAGE_CATEGORY, MESSAGE_COST, STREAM_RENT_CATEGORY, STREAM_RENT_PER_PERIOD } from "./stream-charges";
 import { noteRefusal } from "./sustained";
@@ -68,8 +69,9 @@ export class StreamSession {
     this.#origin = origin;
     this.#options = options;
     this.#charged = !x.bypass;
-    this.#rent = this.#charged ? categoryCharges(x.caller, options.defaults, STREAM_RENT_CATEGORY, STREAM_RENT_PER_PERIOD) : [];
-    const messages = this.#charged ? categoryCharges(x.caller, options.defaults, MESSAGE_CATEGORY, MESSAGE_COST) : [];
+    const subjects = this.#charged ? chargedSubjects(x.caller, options.defaults) : [];
+    this.#rent = categoryCharges(subjects, STREAM_RENT_CATEGORY, STREAM_RENT_PER_PERIOD);
+    const messages = categoryCharges(subjects, MESSAGE_CATEGORY, MESSAGE_COST);
     this.#messages = anyLimited(messages) ? messages : null;
   }
 

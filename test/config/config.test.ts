@@ -71,7 +71,7 @@ describe("config", () => {
     [{ categories: { request: { limits: { ip: [{ count: 5 }] } } } }, "categories.request.limits.ip.0"],
     [{ categories: { request: { limits: { key: [{ count: 1, window_s: 1 }, { count: 2, window_s: 2 }, { count: 3, window_s: 3 }, { count: 4, window_s: 4 }] } } } }, "categories.request.limits.key"],
     [{ categories: { Request: { limits: {} } } }, "categories.Request"],
-    [{ categories: { request: { limits: { robot: [] } } } }, "categories.request.limits"],
+    [{ categories: { request: { limits: { robot: [] } } } }, "categories.request.limits.robot"],
     [{ routes: [{ path: "no-slash" }] }, "routes.0"],
     [{ routes: [{ path: "/x", charges: { upload: -1 } }] }, "routes.0"],
     [{ routes: [{ path: "/x", quota: "hoard" }] }, "routes.0"],

@@ -3,6 +3,7 @@
 import { describe, expect, it } from "vitest";
 import { DEFAULT_STREAM_RENT_PERIOD_S, DEFAULT_STREAMS_PER_CREDENTIAL, MAX_STREAM_RENT_PERIOD_S, MAX_STREAMS_PER_CREDENTIAL, parseConfig } from "../../src/config";
 import { resolveLimits } from "../../src/engine/resolve-limits";
+import { chargedSubjects } from "../../src/limits/rate-limit";
 import { categoryCharges, MESSAGE_CATEGORY, STREAM_RENT_CATEGORY } from "../../src/limits/stream-charges";
 
 describe("streams config", () => {
@@ -47,7 +48,7 @@ describe("stream limits", () => {
   });
 
   it("has no built-in message limit: an anonymous caller's message charges carry none", () => {
-    const charges = categoryCharges({ kind: "anonymous", callerKey: "ip:192.0.2.1", override: null }, {}, MESSAGE_CATEGORY, 1);
+    const charges = categoryCharges(chargedSubjects({ kind: "anonymous", callerKey: "ip:192.0.2.1", override: null }, {}), MESSAGE_CATEGORY, 1);
     expect(charges.every((c) => c.limits.length === 0)).toBe(true);
   });
 });
