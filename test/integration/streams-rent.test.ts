@@ -60,6 +60,22 @@ describe("the open", () => {
   });
 });
 
+describe("streams that pay nothing", () => {
+  it("proxies a stream on an exempt path with no charge and no slot", async () => {
+    const gw = clockedGateway(config({ exempt_paths: ["/__origin/free"] }, { stream_rent: { limits: { ip: [{ count: 1, window_s: 3600 }] } } }));
+    const ip = uniqueIp();
+    const clients = [];
+    for (let i = 0; i < 3; i++) clients.push(clientOf(await gw.call(upgradeRequest("/__origin/free", { ip, tag: unique("exempt") }))));
+    clients[2]!.send("free");
+    expect(await clients[2]!.received(1)).toEqual(["free"]);
+    expect(gw.runtime.streams.total).toBe(0);
+    // The one unit of rent is still there for a charged open.
+    const charged = clientOf(await gw.call(upgradeRequest("/__origin/ws", { ip, tag: unique("charged") })));
+    for (const client of [...clients, charged]) client.socket.close(1000, "done");
+    await charged.closing();
+  });
+});
+
 describe("rent while open", () => {
   it("pays one unit at the start of every period, then closes 4429 with the delay of the replacement's open, and 1001 to the origin", async () => {
     const lines: string[] = [];
