@@ -75,11 +75,6 @@ export class StreamSession {
     this.#messages = anyLimited(messages) ? messages : null;
   }
 
-  /** Client → origin messages passed so far. */
-  get messagesIn(): number {
-    return this.#messagesIn;
-  }
-
   /** Accepts both ends and starts relaying and charging. */
   start(): void {
     const client = this.#client;
