@@ -216,10 +216,7 @@ export class UsageMeter {
   }
 }
 
-/** A meter of its own: a test's second "isolate", or a test that must not share the module's. */
+/** A meter of its own: a test's second "isolate". Each runtime holds one (src/runtime.ts). */
 export function createUsageMeter(): UsageMeter {
   return new UsageMeter();
 }
-
-/** The isolate's meter. Bounded by usage.max_pending (passed to `add`). */
-export const usageMeter = createUsageMeter();

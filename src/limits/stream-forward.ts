@@ -9,9 +9,7 @@
 // The open runs under waitUntil, as the HTTP settlement does: a client that
 // hangs up during the origin handshake must not strand the slot it took.
 import type { Exchange } from "../context";
-import { usageMeter } from "../db/usage-meter";
 import { problem } from "../errors";
-import { usageTracker } from "../identity/usage-tracker";
 import { errorName, log } from "../log/logger";
 import { requestLogLine } from "../log/request-log";
 import { declaredLength } from "../proxy/content-length";
@@ -94,7 +92,7 @@ async function open(x: Exchange, target: string, headers: Headers, options: Stre
 function opened(x: Exchange, options: StreamForwardOptions): void {
   const nowMs = x.runtime.now();
   const caller = x.caller;
-  if (caller.kind === "key") usageTracker.recordKeyUse(caller.keyId, x.clientAddress, nowMs, options.usageMaxPending, options.usageFlushIntervalMs);
+  if (caller.kind === "key") x.runtime.keyUsage.recordKeyUse(caller.keyId, x.clientAddress, nowMs, options.usageMaxPending, options.usageFlushIntervalMs);
   const tenant = x.tenant;
-  if (tenant !== null) usageMeter.add(tenant.slug, "requests", 1, nowMs, options.usageMaxPending);
+  if (tenant !== null) x.runtime.meter.add(tenant.slug, "requests", 1, nowMs, options.usageMaxPending);
 }

@@ -17,7 +17,6 @@
 // request, which the runtime keeps alive while its sockets are open.
 import { rateLimitRejections } from "../cache/rejection-counter";
 import type { Exchange } from "../context";
-import { usageMeter } from "../db/usage-meter";
 import { admit, type Charge, wouldAdmit } from "../engine/gcra";
 import type { LimiterTable } from "../engine/limiter-table";
 import type { CategoryDefaults } from "../engine/resolve-limits";
@@ -195,6 +194,6 @@ export class StreamSession {
     const delta = totalS - this.#meteredS;
     if (delta <= 0) return;
     this.#meteredS = totalS;
-    usageMeter.add(tenant.slug, "stream_seconds", delta, nowMs, this.#options.usageMaxPending);
+    this.#x.runtime.meter.add(tenant.slug, "stream_seconds", delta, nowMs, this.#options.usageMaxPending);
   }
 }

@@ -8,7 +8,6 @@
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { database } from "../../src/db/client";
-import { usageMeter } from "../../src/db/usage-meter";
 import { wouldAdmit } from "../../src/engine/gcra";
 import { compileLimits } from "../../src/engine/limit";
 import { clockedGateway, eventually, gatewayRequest, originLog, problemOf, unique, uniqueIp } from "../helpers";
@@ -215,7 +214,7 @@ describe("metering", () => {
     gw.clock.nowMs += 2_500;
     client.socket.close(1000, "done");
     await client.closing();
-    await usageMeter.flushNow(database(env.DB), Date.now());
+    await gw.runtime.meter.flushNow(database(env.DB), Date.now());
     const period = new Date(gw.clock.nowMs).toISOString().slice(0, 7);
     const rows = await env.DB.prepare("SELECT metric, value FROM usage_monthly WHERE tenant = ? AND period = ?").bind(tenant, period).all<{ metric: string; value: number }>();
     expect(Object.fromEntries(rows.results.map((r) => [r.metric, r.value]))).toEqual({ requests: 1, stream_seconds: 3 });
