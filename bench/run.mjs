@@ -17,7 +17,7 @@
 //      stream with and without response_charge (bench/lib/gateway-cpu.mjs)
 //   3. D1 queries and Durable Object calls per 1,000 requests in (b) and (c)
 //   4. abuse: 20,000 random keys from random addresses, a legitimate probe
-//   5. a CPU profile of (b), to say where its time goes
+//   5. CPU profiles of (b), a 429 and a 401, to say where their time goes
 //   6. streams: messages/s through the gateway against a direct connection,
 //      and the isolate's heap per open stream (bench/lib/streams.mjs; alone:
 //      `npm run bench:streams`)
@@ -57,6 +57,8 @@ const PARTS = ["engine", "e2e", "cpu", "counts", "abuse", "profile", "streams"];
 const ONLY = process.argv.find((a) => a.startsWith("--only="))?.slice("--only=".length).split(",") ?? null;
 if (ONLY !== null && ONLY.some((p) => !PARTS.includes(p))) throw new Error(`--only takes some of ${PARTS.join(", ")}`);
 const runs = (part) => ONLY === null || ONLY.includes(part);
+/** `--save-profiles`: also write each raw profile to bench/results/profile-<case>.cpuprofile (for DevTools; not committed). */
+const SAVE_PROFILES = process.argv.includes("--save-profiles");
 /** The whole run stops itself (cleanly) past this. */
 const WATCHDOG_S = 15 * 60;
 const ENGINE_TIMEOUT_S = 8 * 60;
@@ -227,16 +229,28 @@ async function main() {
     await bare.stop();
   }
 
-  // 5. Where (b)'s time goes.
+  // 5. Where the time goes: a CPU profile of (b), and of the two refusals.
   if (runs("profile")) {
     const inspectorPort = await freePort();
     const profiled = await startGateway("profiled", bundle, compat, originUrl, token, "enforce", { inspectorPort });
     const key = await seedTenantAndKey(profiled.url, token, "bench", UNLIMITED_TENANT, "bench (profile)");
-    const spec = { url: profiled.url, kind: "get", path: "/bench/item?x=1", headers: { authorization: `Bearer ${key}` }, connections: SETTINGS.e2e.connections };
-    await runLoad({ ...spec, durationS: 2 });
-    log(`profiling (b) for ${SETTINGS.profileS} s through the inspector`);
-    const { profile, result: load } = await profileWhile(inspectorPort, "profiled", () => runLoad({ ...spec, durationS: SETTINGS.profileS }));
-    result.profile = { seconds: SETTINGS.profileS, requests_per_s: load.requests_per_s, summary: summariseProfile(profile, "index.js", sourceMap, 20) };
+    const exhausted = await seedTenantAndKey(profiled.url, token, "exhausted", EXHAUSTED_TENANT, "over its limit (profile)");
+    const base = { url: profiled.url, kind: "get", path: "/bench/item?x=1", connections: SETTINGS.e2e.connections };
+    const cases = {
+      key: { ...base, headers: { authorization: `Bearer ${key}` } },
+      rate_limited: { ...base, headers: { authorization: `Bearer ${exhausted}` } },
+      invalid_key: { ...base, kind: "flood" },
+    };
+    result.profiles = {};
+    for (const [name, spec] of Object.entries(cases)) {
+      await runLoad({ ...spec, durationS: 2 });
+      log(`profiling ${name} for ${SETTINGS.profileS} s through the inspector`);
+      const { profile, result: load } = await profileWhile(inspectorPort, "profiled", () => runLoad({ ...spec, durationS: SETTINGS.profileS }));
+      const entry = { seconds: SETTINGS.profileS, requests_per_s: load.requests_per_s, status: load.status, summary: summariseProfile(profile, "index.js", sourceMap, 20) };
+      if (name === "key") result.profile = entry;
+      else result.profiles[name] = entry;
+      if (SAVE_PROFILES) writeFileSync(join(RESULTS, `profile-${name}.cpuprofile`), JSON.stringify(profile));
+    }
     await profiled.stop();
   }
 
