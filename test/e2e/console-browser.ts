@@ -6,11 +6,12 @@
 // cache), and the page records every request it makes and every error it
 // logs, so a test can assert that nothing leaves the gateway's own console
 // and admin paths and that the CSP refused nothing.
+import { randomInt } from "node:crypto";
 import { mkdir } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { type Browser, type BrowserContext, chromium, type Page } from "playwright-core";
-import { gateway } from "./fixture";
+import { adminCall, gateway } from "./fixture";
 
 /** Debian's package puts it here; CHROMIUM_PATH overrides (another distribution, a local build). */
 export const CHROMIUM_PATH = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
@@ -88,4 +89,46 @@ export async function screenshot(page: Page, name: string): Promise<string> {
 export function foreignRequests(requests: readonly string[]): string[] {
   const base = gateway().gatewayUrl;
   return requests.filter((url) => !url.startsWith(`${base}${CONSOLE_PATH}`) && !url.startsWith(`${base}/_tollgate/admin/v1/`));
+}
+
+/**
+ * An arrange step through the admin API as admin (adminCall), retried once
+ * when the shared admin token's rate limit refuses it: other e2e files use
+ * the same token at the same time, and a refused call changed nothing.
+ */
+export async function arrange(method: string, path: string, body?: unknown): Promise<{ status: number; body: unknown }> {
+  for (let attempt = 0; ; attempt += 1) {
+    const answer = await adminCall(method, path, body);
+    const retryAfterMs = (answer.body as { code?: string; retry_after_ms?: number } | null)?.code === "rate_limited" ? (answer.body as { retry_after_ms: number }).retry_after_ms : null;
+    if (retryAfterMs === null || attempt > 0) return answer;
+    await new Promise((resolve) => setTimeout(resolve, retryAfterMs));
+  }
+}
+
+/** A private address (10.0.0.0/8) no other test is likely to use: 2^24 to draw from. */
+export function uniqueAddress(): string {
+  return `10.${randomInt(256)}.${randomInt(256)}.${randomInt(1, 255)}`;
+}
+
+/**
+ * Sends keyed requests through the gateway until `landed(sent)` says D1 holds
+ * all of them. Metering and key-use tracking flush at most every second (e2e
+ * config), and only when a request starts the flush, so the last requests
+ * wait for the next one: keep sending, a request at a time, until the count
+ * lands. Answers how many were sent.
+ */
+export async function sendUntilRecorded(key: string, landed: (sent: number) => Promise<boolean>, alreadySent = 0): Promise<number> {
+  const deadlineMs = Date.now() + 30_000;
+  let sent = alreadySent;
+  while (Date.now() < deadlineMs) {
+    const res = await fetch(`${gateway().gatewayUrl}/console-traffic`, { headers: { authorization: `Bearer ${key}` } });
+    if (res.status !== 200) throw new Error(`the gateway answered ${res.status} to a keyed request`);
+    sent += 1;
+    const settleUntilMs = Date.now() + 1_500;
+    while (Date.now() < settleUntilMs) {
+      if (await landed(sent)) return sent;
+      await new Promise((resolve) => setTimeout(resolve, 250));
+    }
+  }
+  throw new Error(`the ${sent} requests were not all recorded within 30 s`);
 }

@@ -7,7 +7,10 @@
 
 export const ADMIN_BASE = "/_tollgate/admin/v1";
 
-/** A GET refused by the `admin` rate limit is retried once when the wait is at most this. */
+/**
+ * A call refused by the `admin` rate limit is retried once when the wait is at
+ * most this. Safe for writes too: the limit refuses before anything is done.
+ */
 const MAX_RETRY_WAIT_MS = 3000;
 
 /**
@@ -103,7 +106,7 @@ export function createApi(token, hooks = {}) {
         return body === "" ? null : JSON.parse(body);
       }
       const error = await errorOf(response);
-      const retryable = method === "GET" && attempt === 0 && error.code === "rate_limited" && error.retryAfterMs !== null && error.retryAfterMs <= MAX_RETRY_WAIT_MS;
+      const retryable = attempt === 0 && error.code === "rate_limited" && error.retryAfterMs !== null && error.retryAfterMs <= MAX_RETRY_WAIT_MS;
       if (retryable) {
         await wait(/** @type {number} */ (error.retryAfterMs));
         continue;

@@ -64,8 +64,9 @@ function failurePage(error) {
 /**
  * @param {string} token
  * @param {"admin" | "auditor"} role
+ * @param {boolean} focusFirstPage after signing in, the first page's heading takes the focus
  */
-function startConsole(token, role) {
+function startConsole(token, role, focusFirstPage) {
   // A token the API stops accepting (rotated, say): reload, and boot() tells the operator why.
   const api = createApi(token, { onUnauthorized: () => location.reload() });
   const canWrite = role === "admin";
@@ -109,7 +110,7 @@ function startConsole(token, role) {
     }
   };
   window.addEventListener("hashchange", () => void render(true, null));
-  void render(false, null);
+  void render(focusFirstPage, null);
 }
 
 /**
@@ -127,7 +128,7 @@ function signOut() {
  */
 function signedIn(token, role) {
   keepSessionToken(token);
-  startConsole(token, role);
+  startConsole(token, role, true);
 }
 
 async function boot() {
@@ -141,7 +142,7 @@ async function boot() {
     return;
   }
   try {
-    startConsole(token, await probeRole(createApi(token)));
+    startConsole(token, await probeRole(createApi(token)), false);
   } catch (error) {
     endSession();
     const message = error instanceof ApiError && error.status === 401 ? "This tab's token is no longer accepted. Sign in again." : error instanceof Error ? error.message : null;

@@ -30,15 +30,17 @@ function monthLabel(period, withYear) {
 }
 
 /**
- * A bar per month. Narrow screens get a narrower drawing, so its text stays
- * readable instead of being scaled down.
- * @param {{ title: string, periods: ReadonlyArray<string>, values: ReadonlyArray<number>, format: (n: number) => string }} options
+ * A bar per month, drawn at the pixel width it is shown at (`small` for a grid
+ * of charts, else the page's width, narrower on a phone): the SVG may shrink
+ * to fit but never grows, so its text stays the size it was drawn at.
+ * `whole`: the figures are whole numbers (counts, bytes), so the axis never shows a fraction.
+ * @param {{ title: string, periods: ReadonlyArray<string>, values: ReadonlyArray<number>, format: (n: number) => string, small?: boolean, whole?: boolean }} options
  */
 export function barChart(options) {
   const { periods, values, format } = options;
-  const narrow = window.matchMedia("(max-width: 640px)").matches;
-  const width = narrow ? 340 : 720;
-  const height = 220;
+  const narrow = options.small === true || window.matchMedia("(max-width: 640px)").matches;
+  const width = options.small ? 360 : narrow ? 340 : 960;
+  const height = narrow ? 180 : 200;
   const pad = { left: narrow ? 52 : 64, right: 8, top: 22, bottom: 34 };
   const plotW = width - pad.left - pad.right;
   const plotH = height - pad.top - pad.bottom;
@@ -50,7 +52,8 @@ export function barChart(options) {
   const every = Math.ceil((narrow ? 44 : 56) / slot);
 
   const titleId = uid();
-  const grid = [0, top / 2, top].map((v) =>
+  const ticks = options.whole && !Number.isInteger(top / 2) ? [0, top] : [0, top / 2, top];
+  const grid = ticks.map((v) =>
     svg(
       "g",
       { class: "grid" },
@@ -73,7 +76,7 @@ export function barChart(options) {
   const total = values.reduce((a, b) => a + b, 0);
   return svg(
     "svg",
-    { class: "chart", viewBox: `0 0 ${width} ${height}`, role: "img", "aria-labelledby": titleId },
+    { class: "chart", width, height, viewBox: `0 0 ${width} ${height}`, role: "img", "aria-labelledby": titleId },
     svg("title", { id: titleId }, `${options.title}, ${periods[0] ?? ""} to ${periods[periods.length - 1] ?? ""}: ${format(total)} in all`),
     grid,
     bars,

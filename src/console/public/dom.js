@@ -115,7 +115,8 @@ export function formatCount(n) {
 }
 
 /**
- * A table in a horizontally scrolling wrapper (readable on a phone), with a caption.
+ * A table with a caption, in a wrapper that scrolls sideways if it must; on a
+ * phone its rows stack as cards instead.
  * @param {string} caption
  * @param {ReadonlyArray<string>} headings
  * @param {ReadonlyArray<ReadonlyArray<Child | ReadonlyArray<Child>>>} rows
@@ -131,7 +132,8 @@ export function table(caption, headings, rows, empty = "Nothing here yet.") {
       {},
       el("caption", { class: "visually-hidden" }, caption),
       el("thead", {}, el("tr", {}, headings.map((h) => el("th", { scope: "col" }, h)))),
-      el("tbody", {}, rows.map((cells) => el("tr", {}, cells.map((cell) => el("td", {}, cell))))),
+      // data-label: on a phone each row becomes a card whose cells name their column (console.css).
+      el("tbody", {}, rows.map((cells) => el("tr", {}, cells.map((cell, i) => el("td", { "data-label": headings[i] || null }, cell))))),
     ),
   );
 }

@@ -202,10 +202,10 @@ const EXPIRY_PRESETS = /** @type {const} */ ([
 export function expiryField(initial = "never") {
   const choice = el("select", { name: "expiry" }, EXPIRY_PRESETS.map(([value, label]) => el("option", { value, selected: value === initial }, label)));
   choice.dataset.field = "expires_at";
-  const at = input("expires_at", { type: "datetime-local", "aria-label": "Expiry date and time (your local time)", disabled: initial !== "at" });
+  const at = input("expires_at", { type: "datetime-local", "aria-label": "Expiry date and time (your local time)", hidden: initial !== "at" });
   choice.addEventListener("change", () => {
-    at.disabled = choice.value !== "at";
-    if (!at.disabled) at.focus();
+    at.hidden = choice.value !== "at";
+    if (!at.hidden) at.focus();
   });
   choice.id = uid();
   const element = el("div", { class: "field" }, el("label", { for: choice.id }, "Expires"), el("div", { class: "inline" }, choice, at));

@@ -1,11 +1,12 @@
 // @ts-check
-// #/audit?kind=&tenant=&caller=&cursor=: the audit log, newest first, a page
-// at a time (`next_cursor`), filtered as the API filters it. Details are
-// shown as the JSON the API answers, as text.
+// #/audit?kind=&tenant=&caller=&cursor=&limit=: the audit log, newest
+// first, a page at a time (`next_cursor`; `limit` events a page, the API's 50
+// by default), filtered as the API filters it. Details are shown as the JSON
+// the API answers, as text.
 import { ApiError } from "../api.js";
 import { el, jsonText, table, time } from "../dom.js";
 import { field, input, reportError } from "../forms.js";
-import { page, pager, searchForm, valueOf } from "../view.js";
+import { page, pager, searchForm, section, valueOf } from "../view.js";
 
 /** @typedef {{ id: number, at: string, kind: string, actor: string, tenant: string | null, subject: string | null, detail: unknown }} AuditEvent */
 
@@ -17,6 +18,7 @@ export async function auditView(ctx) {
   const filters = {};
   for (const name of FILTERS) filters[name] = ctx.query.get(name) ?? "";
   const cursor = ctx.query.get("cursor") ?? undefined;
+  const limit = ctx.query.get("limit") ?? undefined;
   const form = searchForm(
     "Filter the audit log",
     (f) => ctx.go(`#/audit?${new URLSearchParams(Object.fromEntries(FILTERS.map((n) => [n, valueOf(f, n)]).filter(([, v]) => v !== "")))}`),
@@ -32,7 +34,7 @@ export async function auditView(ctx) {
   );
   let answer;
   try {
-    answer = await ctx.api.get("/audit", { ...filters, cursor });
+    answer = await ctx.api.get("/audit", { ...filters, cursor, limit });
   } catch (error) {
     if (!(error instanceof ApiError) || error.status !== 400) throw error;
     ctx.show(page(ctx, "Audit log", form));
@@ -47,8 +49,11 @@ export async function auditView(ctx) {
       ctx,
       "Audit log",
       form,
-      table("Audit events, newest first", ["When", "Kind", "Actor", "Tenant", "Subject", "Detail"], rows, cursor === undefined ? "No events." : "No more events."),
-      pager("audit", { ...filters, cursor }, answer.next_cursor, "Newest"),
+      section(
+        "Events, newest first",
+        table("Audit events, newest first", ["When", "Kind", "Actor", "Tenant", "Subject", "Detail"], rows, cursor === undefined ? "No events." : "No more events."),
+        pager("audit", { ...filters, limit, cursor }, answer.next_cursor, "Newest"),
+      ),
     ),
   );
 }

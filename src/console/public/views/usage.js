@@ -68,7 +68,7 @@ function tenantCharts(rows, periods) {
   return el(
     "div",
     {},
-    METRICS.map(([metric, label, format]) => el("figure", { class: "chart-box" }, el("figcaption", {}, label), barChart({ title: label, periods, values: seriesOf(rows, periods, metric), format }))),
+    METRICS.map(([metric, label, format]) => el("figure", { class: "chart-box" }, el("figcaption", {}, label), barChart({ title: label, periods, values: seriesOf(rows, periods, metric), format, whole: true }))),
     el("details", {}, el("summary", {}, "Figures by month"), table("Usage by month", ["Month", ...METRICS.map(([, label]) => label)], figures)),
   );
 }
@@ -94,7 +94,7 @@ function allTenantCharts(rows, periods, range) {
         "figure",
         { class: "chart-box" },
         el("figcaption", {}, link(tenant, "usage", { tenant, ...range }), ": requests"),
-        barChart({ title: `Requests of ${tenant}`, periods, values: seriesOf(list, periods, "requests"), format: formatCount }),
+        barChart({ title: `Requests of ${tenant}`, periods, values: seriesOf(list, periods, "requests"), format: formatCount, small: true, whole: true }),
       ),
     ),
   );
