@@ -7,6 +7,7 @@
 // logs, so a test can assert that nothing leaves the gateway's own console
 // and admin paths and that the CSP refused nothing.
 import { randomInt } from "node:crypto";
+import { existsSync } from "node:fs";
 import { mkdir } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -31,6 +32,9 @@ export const SCREENSHOT_DIR = join(dirname(fileURLToPath(import.meta.url)), "scr
 export const CONSOLE_PATH = "/_tollgate/console";
 
 export function launchChromium(): Promise<Browser> {
+  if (!existsSync(CHROMIUM_PATH)) {
+    throw new Error(`No Chromium at ${CHROMIUM_PATH}: install Debian's package (apt-get install -y chromium; .ci/run does) or set CHROMIUM_PATH.`);
+  }
   return chromium.launch({ executablePath: CHROMIUM_PATH, headless: true, args: CHROMIUM_ARGS, timeout: 60_000 });
 }
 
@@ -77,11 +81,11 @@ export async function visit(page: Page, hash: string, heading: string | RegExp):
   await page.getByRole("heading", { level: 1, name: heading }).waitFor();
 }
 
-/** A full-page screenshot under test/e2e/screenshots/<name>.png. */
-export async function screenshot(page: Page, name: string): Promise<string> {
+/** A screenshot under test/e2e/screenshots/<name>.png: the full page, or only what the viewport shows. */
+export async function screenshot(page: Page, name: string, options: { fullPage?: boolean } = {}): Promise<string> {
   await mkdir(SCREENSHOT_DIR, { recursive: true });
   const path = join(SCREENSHOT_DIR, `${name}.png`);
-  await page.screenshot({ path, fullPage: true });
+  await page.screenshot({ path, fullPage: options.fullPage ?? true });
   return path;
 }
 
