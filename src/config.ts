@@ -11,6 +11,7 @@ import { compileLimits, type Limit, limitError } from "./engine/limit";
 import type { CategoryDefaults, SubjectKind } from "./engine/resolve-limits";
 import { compileRoutes, type RouteMatcher, routeSpecError } from "./engine/routes";
 import { type JwtConfig, jwtConfigSchema } from "./identity/jwt-config";
+import { parseResponseCharge, type ResponseCharge } from "./proxy/response-cost-spec";
 
 export const DEFAULT_MODE = "enforce";
 export const DEFAULT_ANONYMOUS = "allow";
@@ -64,7 +65,14 @@ const categorySchema = z.strictObject({
 
 const routeSchema = z.unknown().superRefine((value, ctx) => {
   const reason = routeSpecError(value);
-  if (reason !== null) ctx.addIssue({ code: "custom", message: reason });
+  if (reason !== null) {
+    ctx.addIssue({ code: "custom", message: reason });
+    return;
+  }
+  const charge = (value as { response_charge?: unknown }).response_charge;
+  if (charge === undefined) return;
+  const parsed = parseResponseCharge(charge);
+  if (!parsed.ok) ctx.addIssue({ code: "custom", message: parsed.message, path: ["response_charge", ...(parsed.field === "" ? [] : parsed.field.split("."))] });
 });
 
 const share = z.number().min(0.01, "must be between 0.01 and 1").max(1, "must be between 0.01 and 1");
@@ -134,6 +142,8 @@ export interface Config {
   readonly cacheMaxEntries: number;
   readonly defaults: CategoryDefaults;
   readonly routes: RouteMatcher;
+  /** Each route's response_charge (DESIGN §14), by route index; null where a route has none. */
+  readonly responseCharges: readonly (ResponseCharge | null)[];
   readonly authFailureLimits: readonly Limit[];
   readonly inFlight: { readonly perCredential: number; readonly budget: number; readonly credentialShare: number; readonly tenantShare: number };
   readonly limiterMaxMemoryMib: number;
@@ -202,6 +212,11 @@ export function parseConfig(raw: unknown): ConfigResult {
       cacheMaxEntries: c.cache_max_entries,
       defaults,
       routes: compileRoutes(c.routes as never),
+      responseCharges: (c.routes as { response_charge?: unknown }[]).map((route) => {
+        if (route.response_charge === undefined) return null;
+        const parsed = parseResponseCharge(route.response_charge);
+        return parsed.ok ? parsed.charge : null;
+      }),
       authFailureLimits: compileLimits((c.auth_failures ?? DEFAULT_AUTH_FAILURES) as never),
       inFlight: {
         perCredential: c.in_flight.per_credential,

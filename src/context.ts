@@ -7,7 +7,9 @@ import type { Config } from "./config";
 import type { ParsedAddress } from "./identity/cidr";
 import type { OrgQuotaRef } from "./durable/quota-client";
 import type { QuotaLimits } from "./durable/quota-types";
+import type { Charge, HeaderFigures } from "./engine/gcra";
 import type { HeaderList } from "./engine/rate-limit-headers";
+import type { ResponseCharge } from "./proxy/response-cost-spec";
 import type { KeyLimits, TenantLimits } from "./engine/resolve-limits";
 import type { RouteMatch } from "./engine/routes";
 import type { ProblemCode } from "./errors";
@@ -103,6 +105,8 @@ export class Exchange {
   upload: UploadReservation | null = null;
   /** A delete on a `release` route, recorded once the origin answered 2xx. */
   removal: Removal | null = null;
+  /** A response-priced route's reserve, admitted and kept to settle once the origin has answered (DESIGN §14). */
+  priced: { readonly charge: ResponseCharge; readonly reserved: readonly Charge[]; readonly tightest: HeaderFigures | null } | null = null;
   /** The declared body size (Content-Length), or null. */
   readonly declaredBytes: number | null;
 

@@ -16,6 +16,8 @@ import { LimiterTable } from "./engine/limiter-table";
 import { compileGateway, type GatewayHandler } from "./gateway";
 import { AuthFailureGate } from "./limits/auth-gate";
 import { InFlightTable } from "./limits/in-flight";
+import { UsageMeter } from "./db/usage-meter";
+import { UsageTracker } from "./identity/usage-tracker";
 import { compileJwtConfig, type JwtVerifier } from "./identity/jwt-verifier";
 import { log } from "./log/logger";
 import { type OriginBaseResult, parseOriginBase } from "./proxy/origin-url";
@@ -43,6 +45,10 @@ export interface Runtime {
   readonly keyCheck: KeyCheckLoader;
   readonly policy: PolicyCache;
   readonly tenants: TenantCache;
+  /** Key usage (last use, count) waiting to be written to D1; bounded by usage.max_pending. */
+  readonly keyUsage: UsageTracker;
+  /** Monthly metering per tenant waiting to be written to D1; bounded by usage.max_pending. */
+  readonly meter: UsageMeter;
   /** JWT verification (DESIGN §12): its key sets and verified tokens; null when no issuer is configured. */
   readonly jwt: JwtVerifier | null;
   /** The clock every decision reads (Unix ms). Date.now() unless a test gives its own. */
@@ -103,6 +109,8 @@ export function compileRuntime(env: Bindings, options: RuntimeOptions = {}): Run
     keyCheck: new KeyCheckLoader(adminConfig.cacheTtlMs),
     policy: new PolicyCache(adminConfig),
     tenants: new TenantCache(adminConfig),
+    keyUsage: new UsageTracker(),
+    meter: new UsageMeter(),
     jwt:
       config?.jwt == null
         ? null

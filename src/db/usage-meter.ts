@@ -18,7 +18,8 @@ import { usageMonthly } from "./schema";
 import { periodOf } from "./usage-monthly";
 import { errorName, log } from "../log/logger";
 
-export type MeterMetric = "requests" | "bytes_in" | "bytes_stored";
+/** `units:<category>`: what response-priced routes cost (DESIGN §14), in the category's units. */
+export type MeterMetric = "requests" | "bytes_in" | "bytes_stored" | "stream_seconds" | `units:${string}`;
 
 interface Pending {
   readonly tenant: string;
@@ -211,10 +212,7 @@ export class UsageMeter {
   }
 }
 
-/** A meter of its own: a test's second "isolate", or a test that must not share the module's. */
+/** A meter of its own: a test's second "isolate". Each runtime holds one (src/runtime.ts). */
 export function createUsageMeter(): UsageMeter {
   return new UsageMeter();
 }
-
-/** The isolate's meter. Bounded by usage.max_pending (passed to `add`). */
-export const usageMeter = createUsageMeter();

@@ -25,10 +25,12 @@ export interface RouteSpec {
   quota?: "store" | "release";
   /** Compare literal segments exactly (default: ignoring ASCII case). */
   case_sensitive?: boolean;
+  /** Priced by the origin's answer (DESIGN §14); validated and compiled by the config (src/proxy/response-cost-spec.ts), opaque here. */
+  response_charge?: unknown;
 }
 
 /** The fields a route may have: anything else is refused, so a typo is not silently ignored. */
-const ROUTE_FIELDS: ReadonlySet<string> = new Set(["method", "path", "charges", "quota", "case_sensitive"]);
+const ROUTE_FIELDS: ReadonlySet<string> = new Set(["method", "path", "charges", "quota", "case_sensitive", "response_charge"]);
 
 export interface RouteMatch {
   /** The matching entry's index in the routes list. */

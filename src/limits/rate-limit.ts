@@ -1,67 +1,64 @@
-// DESIGN §3 steps 4–5: the request's charges (1 `request` plus its route's
-// charges) against its subjects — the caller (`key:<digest>` or
-// `ip:<address or /64>`), its tenant, and for anonymous callers the optional
-// `anonymous` aggregate — all or nothing, in the runtime's limiter table.
-// Every charged response carries the RateLimit headers of the tightest limit.
+// DESIGN §3 steps 4–5: the request's charges (1 `request`, its route's
+// charges, and the reserve of a response-priced route) against its subjects —
+// the caller (`key:<digest>`, `jwt:<hex>` or `ip:<address or /64>`), its
+// tenant, and for anonymous callers the optional `anonymous` aggregate — all
+// or nothing, in the runtime's limiter table. Every charged response carries
+// the RateLimit headers of the tightest limit.
 import { rateLimitRejections } from "../cache/rejection-counter";
 import type { Caller, Exchange } from "../context";
 import { admit, type Charge } from "../engine/gcra";
 import type { LimiterTable } from "../engine/limiter-table";
 import { rateLimitHeaders } from "../engine/rate-limit-headers";
-import { type CategoryDefaults, resolveLimits } from "../engine/resolve-limits";
+import { type CategoryDefaults, type LimitSources, resolveLimits, type SubjectKind } from "../engine/resolve-limits";
 import type { RouteMatch } from "../engine/routes";
+import type { ResponseCharge } from "../proxy/response-cost-spec";
 import type { Check } from "./check";
 import { rateLimitedResponse } from "./rate-limit-response";
 import { noteRefusal } from "./sustained";
 
 export const REQUEST_CATEGORY = "request";
 
-export interface RateLimitOptions {
-  readonly table: LimiterTable;
-  readonly defaults: CategoryDefaults;
+/** One subject a caller is charged as: its kind, its limiter subject, where its limits come from. */
+export interface ChargedSubject {
+  readonly kind: SubjectKind;
+  readonly subject: string;
+  readonly sources: LimitSources;
 }
 
-/** Every (subject, category, limits, cost) this request is charged. */
-export function chargesFor(caller: Caller, defaults: CategoryDefaults, route: RouteMatch | null): Charge[] {
-  const charges: Charge[] = [];
-  if (caller.kind === "key") {
-    const tenantLimits = caller.tenant.limits;
-    const keySources = { override: caller.override, key: caller.keyLimits, tenant: tenantLimits, defaults };
-    const tenantSources = { tenant: tenantLimits, defaults };
-    const keySubject = `key:${caller.digest}`;
-    const tenantSubject = `tenant:${caller.tenant.slug}`;
-    charges.push({ subject: keySubject, category: REQUEST_CATEGORY, limits: resolveLimits(REQUEST_CATEGORY, "key", keySources), cost: 1 });
-    charges.push({ subject: tenantSubject, category: REQUEST_CATEGORY, limits: resolveLimits(REQUEST_CATEGORY, "tenant", tenantSources), cost: 1 });
-    if (route !== null) {
-      for (const [category, cost] of route.charges) {
-        charges.push({ subject: keySubject, category, limits: resolveLimits(category, "key", keySources), cost });
-        charges.push({ subject: tenantSubject, category, limits: resolveLimits(category, "tenant", tenantSources), cost });
-      }
+/** The subjects a caller is charged as: itself, and its tenant (or, anonymous, the aggregate). */
+export function chargedSubjects(caller: Caller, defaults: CategoryDefaults): ChargedSubject[] {
+  switch (caller.kind) {
+    case "key": {
+      const tenant = caller.tenant;
+      return [
+        { kind: "key", subject: `key:${caller.digest}`, sources: { override: caller.override, key: caller.keyLimits, tenant: tenant.limits, defaults } },
+        { kind: "tenant", subject: `tenant:${tenant.slug}`, sources: { tenant: tenant.limits, defaults } },
+      ];
     }
-    return charges;
+    case "jwt": {
+      const tenant = caller.tenant;
+      const own: ChargedSubject = { kind: "jwt", subject: caller.callerKey, sources: { override: caller.override, tenant: tenant?.limits ?? null, defaults } };
+      return tenant === null ? [own] : [own, { kind: "tenant", subject: `tenant:${tenant.slug}`, sources: { tenant: tenant.limits, defaults } }];
+    }
+    case "anonymous":
+      return [
+        { kind: "ip", subject: caller.callerKey, sources: { override: caller.override, defaults } },
+        { kind: "anonymous", subject: "anonymous", sources: { defaults } },
+      ];
   }
-  if (caller.kind === "jwt") {
-    const tenant = caller.tenant;
-    const jwtSources = { override: caller.override, tenant: tenant?.limits ?? null, defaults };
-    const tenantSources = { tenant: tenant?.limits ?? null, defaults };
-    const tenantSubject = tenant === null ? null : `tenant:${tenant.slug}`;
-    const add = (category: string, cost: number): void => {
-      charges.push({ subject: caller.callerKey, category, limits: resolveLimits(category, "jwt", jwtSources), cost });
-      if (tenantSubject !== null) charges.push({ subject: tenantSubject, category, limits: resolveLimits(category, "tenant", tenantSources), cost });
-    };
-    add(REQUEST_CATEGORY, 1);
-    if (route !== null) for (const [category, cost] of route.charges) add(category, cost);
-    return charges;
-  }
-  const ipSources = { override: caller.override, defaults };
-  const ipSubject = caller.callerKey;
-  const add = (category: string, cost: number): void => {
-    charges.push({ subject: ipSubject, category, limits: resolveLimits(category, "ip", ipSources), cost });
-    const aggregate = resolveLimits(category, "anonymous", { defaults });
-    if (aggregate.length > 0) charges.push({ subject: "anonymous", category, limits: aggregate, cost });
-  };
-  add(REQUEST_CATEGORY, 1);
-  if (route !== null) for (const [category, cost] of route.charges) add(category, cost);
+}
+
+/** `cost` of `category` on every subject (a subject with no limits there costs nothing to admit). */
+function addCharges(charges: Charge[], subjects: readonly ChargedSubject[], category: string, cost: number): void {
+  for (const { kind, subject, sources } of subjects) charges.push({ subject, category, limits: resolveLimits(category, kind, sources), cost });
+}
+
+/** Every (subject, category, limits, cost) this request is charged, the reserve of `responseCharge` included. */
+export function chargesFor(subjects: readonly ChargedSubject[], route: RouteMatch | null, responseCharge: ResponseCharge | null = null): Charge[] {
+  const charges: Charge[] = [];
+  addCharges(charges, subjects, REQUEST_CATEGORY, 1);
+  if (route !== null) for (const [category, cost] of route.charges) addCharges(charges, subjects, category, cost);
+  if (responseCharge !== null) addCharges(charges, subjects, responseCharge.category, responseCharge.reserve);
   return charges;
 }
 
@@ -70,20 +67,33 @@ function auditedSubject(caller: Caller, subject: string): string {
   return subject.startsWith("key:") ? caller.callerKey : subject;
 }
 
+export interface RateLimitOptions {
+  readonly table: LimiterTable;
+  readonly defaults: CategoryDefaults;
+  /** Each route's response_charge, by route index. */
+  readonly responseCharges: readonly (ResponseCharge | null)[];
+}
+
 /**
  * Charges the request's limits, all or nothing; 429 rate_limited when one does not fit.
- * @example const limit = rateLimit({ table: runtime.limiter, defaults: config.defaults });
+ * @example const limit = rateLimit({ table: runtime.limiter, defaults: config.defaults, responseCharges: config.responseCharges });
  */
 export function rateLimit(options: RateLimitOptions): Check {
-  const { table, defaults } = options;
+  const { table, defaults, responseCharges } = options;
   return function rateLimitStep(x) {
-    const charges = chargesFor(x.caller, defaults, x.route);
+    const route = x.route;
+    const responseCharge = route === null ? null : (responseCharges[route.index] ?? null);
+    const subjects = chargedSubjects(x.caller, defaults);
+    const charges = chargesFor(subjects, route, responseCharge);
     const decision = admit(table, charges, x.startedAtMs);
     if (!decision.allowed) {
       const denied = charges[decision.deniedChargeIndex];
       if (denied !== undefined) noteRefusal(x, rateLimitRejections, "rate_limit_sustained", auditedSubject(x.caller, denied.subject), denied.category, x.startedAtMs);
       const refused = x.refuse("rate_limited", rateLimitedResponse(decision, charges));
       if (refused !== null) return refused;
+    } else if (responseCharge !== null) {
+      // The reserve's charges are the last ones: kept to settle against the same limits once the origin has answered.
+      x.priced = { charge: responseCharge, reserved: charges.slice(charges.length - subjects.length), tightest: decision.tightest };
     }
     x.rateHeaders = rateLimitHeaders(decision, charges);
     return null;

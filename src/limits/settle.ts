@@ -15,16 +15,18 @@
 // an answer nobody reads never finishes.
 import type { Exchange } from "../context";
 import { database } from "../db/client";
-import { usageMeter } from "../db/usage-meter";
 import { problem } from "../errors";
-import { usageTracker } from "../identity/usage-tracker";
 import { errorName, log } from "../log/logger";
 import { requestLogLine } from "../log/request-log";
 import { declaredLength } from "../proxy/content-length";
 import { answerFrom, callOrigin, type OriginCall, originRequestHeaders } from "../proxy/forward";
 import { type OriginBase, originUrlFor } from "../proxy/origin-url";
 import { keepAlive } from "../utils/wait-until";
+import type { HeaderList } from "../engine/rate-limit-headers";
+import { priceResponse } from "../proxy/response-cost";
+import type { CostResult } from "../proxy/response-cost-result";
 import { type QuotaOptions, type QuotaSettled, settleQuota, warningHeader } from "./quota";
+import { settleResponseCharge } from "./response-charge";
 import { tooLargeResponse } from "./size";
 
 /**
@@ -66,8 +68,13 @@ class Settlement {
   readonly #x: Exchange;
   readonly #call: OriginCall;
   readonly #options: ForwardOptions;
-  readonly #quota = signal();
+  /** Fired once the answer can be built: the quota settled and the response priced. */
+  readonly #ready = signal();
   #quotaResult: QuotaSettled | null = null;
+  /** The origin's body as the client gets it (teed when the response is priced by its body). */
+  #body: ReadableStream<Uint8Array> | null = null;
+  /** RateLimit headers replacing the admission's after a header-priced settlement. */
+  #settledHeaders: HeaderList | null = null;
   readonly #delivered = signal();
   #answerBody: ReadableStream<Uint8Array> | null = null;
 
@@ -88,7 +95,7 @@ class Settlement {
       if (!tooLarge) log.warn("origin_unreachable", { error: errorName(err) });
       x.decision = tooLarge ? "request_too_large" : x.decision;
       await settleQuota(x, this.#options.quota, false);
-      this.#quota.fire();
+      this.#ready.fire();
       x.releaseSlot?.();
       this.#after(tooLarge ? 413 : 502, null, !tooLarge);
       return;
@@ -97,17 +104,44 @@ class Settlement {
     if (x.upload !== null || x.removal !== null) {
       this.#quotaResult = await settleQuota(x, this.#options.quota, ok);
       const delta = this.#quotaResult?.deltaBytes ?? 0;
-      if (delta !== 0) usageMeter.add(this.#quotaResult!.tenant, "bytes_stored", delta, x.runtime.now(), this.#options.usageMaxPending);
+      if (delta !== 0) x.runtime.meter.add(this.#quotaResult!.tenant, "bytes_stored", delta, x.runtime.now(), this.#options.usageMaxPending);
     }
-    this.#quota.fire();
+    // A response-priced route: the cost from a header settles now (that
+    // answer's RateLimit headers include it); from the body, once it has been
+    // read to its end — also when the client has gone (the origin's bytes
+    // are still read: a caller cannot dodge its final usage event by leaving).
+    let costSettled: Promise<void> | null = null;
+    this.#body = origin.body;
+    if (x.priced !== null) {
+      const priced = priceResponse(origin, x.priced.charge);
+      this.#body = priced.body;
+      const settle = (result: CostResult): void => {
+        this.#settledHeaders = settleResponseCharge(x, result, x.runtime.now(), this.#options.usageMaxPending);
+      };
+      if (priced.known !== null) settle(priced.known);
+      else costSettled = priced.cost.then(settle);
+    }
+    this.#ready.fire();
     this.#after(origin.status, declaredLength(origin.headers), true);
+    const gone = clientGone(x.request);
     if (x.releaseSlot !== null) {
-      const gone = clientGone(x.request);
       await (gone === null ? this.#delivered.promise : Promise.race([this.#delivered.promise, gone]));
       x.releaseSlot();
-      // Nobody will read an answer whose client went away: let the origin's body go.
-      if (this.#answerBody !== null) this.#answerBody.cancel().catch(() => {});
     }
+    if (costSettled !== null) {
+      // A teed branch nobody reads would hold the origin's bytes: once the client is gone, let it go.
+      if (gone !== null) void gone.then(() => this.#cancelAnswer());
+      await costSettled;
+    } else if (gone !== null && x.releaseSlot !== null) {
+      this.#cancelAnswer();
+    }
+  }
+
+  // Nobody will read an answer whose client went away: let its body go.
+  #cancelAnswer(): void {
+    const body = this.#answerBody ?? this.#body;
+    if (body !== null && !body.locked) body.cancel().catch(() => {});
+    else if (this.#answerBody !== null) this.#answerBody.cancel().catch(() => {});
   }
 
   /** The request's half: the answer, once the origin (and the quota) has answered. */
@@ -120,16 +154,16 @@ class Settlement {
       const failed = this.#call.tooLarge() ? tooLargeResponse(this.#options.maxRequestBytes, null) : problem("origin_unreachable", { detail: "The origin could not be reached." });
       return withHeaders(failed, extraHeaders(x, null));
     }
-    if (x.upload !== null || x.removal !== null) await this.#quota.promise;
+    await this.#ready.promise;
+    if (this.#settledHeaders !== null) x.rateHeaders = this.#settledHeaders;
     const extra = extraHeaders(x, this.#quotaResult);
-    const body = x.releaseSlot === null ? origin.body : this.#deliveredBody(origin);
+    const body = x.releaseSlot === null ? this.#body : this.#deliveredBody(origin, this.#body);
     return answerFrom(origin, extra, body);
   }
 
   // The origin's body, piped so that the end of its delivery (finished,
   // failed, or cancelled by the runtime when the client goes) is known.
-  #deliveredBody(origin: Response): ReadableStream<Uint8Array> | null {
-    const body = origin.body;
+  #deliveredBody(origin: Response, body: ReadableStream<Uint8Array> | null): ReadableStream<Uint8Array> | null {
     const length = declaredLength(origin.headers);
     if (body === null || (length !== null && length <= SMALL_BODY_BYTES)) {
       this.#delivered.fire();
@@ -150,11 +184,11 @@ class Settlement {
     const nowMs = x.runtime.now();
     const caller = x.caller;
     const tenant = x.tenant;
-    if (forwarded && caller.kind === "key") usageTracker.recordKeyUse(caller.keyId, x.clientAddress, nowMs, options.usageMaxPending, options.usageFlushIntervalMs);
+    if (forwarded && caller.kind === "key") x.runtime.keyUsage.recordKeyUse(caller.keyId, x.clientAddress, nowMs, options.usageMaxPending, options.usageFlushIntervalMs);
     if (forwarded && tenant !== null) {
-      usageMeter.add(tenant.slug, "requests", 1, nowMs, options.usageMaxPending);
+      x.runtime.meter.add(tenant.slug, "requests", 1, nowMs, options.usageMaxPending);
       const bytesIn = x.declaredBytes ?? 0;
-      if (bytesIn > 0) usageMeter.add(tenant.slug, "bytes_in", bytesIn, nowMs, options.usageMaxPending);
+      if (bytesIn > 0) x.runtime.meter.add(tenant.slug, "bytes_in", bytesIn, nowMs, options.usageMaxPending);
     }
     if (options.requestLog) log.raw(requestLogLine(x, status, bytesOut, nowMs));
     flushUsage(x, nowMs, options.usageFlushIntervalMs);
@@ -165,8 +199,8 @@ class Settlement {
 export function flushUsage(x: Exchange, nowMs: number, intervalMs: number): void {
   const db = () => database(x.env.DB);
   const later = (work: Promise<unknown>) => keepAlive(x.ctx, work);
-  usageTracker.maybeFlush(db, nowMs, intervalMs, later);
-  usageMeter.maybeFlush(db, nowMs, intervalMs, later);
+  x.runtime.keyUsage.maybeFlush(db, nowMs, intervalMs, later);
+  x.runtime.meter.maybeFlush(db, nowMs, intervalMs, later);
 }
 
 /** The gateway's own headers on an answer: rate limits, quota warning, shadow refusals. */

@@ -1,0 +1,39 @@
+// Settling a response-priced route (DESIGN §14): the reserve was charged with
+// the request (src/limits/rate-limit.ts); once the origin's answer says what
+// the call cost, the difference is charged unconditionally (a debt: the
+// caller's next spends wait until the rate has earned it back) or refunded,
+// on the same limits the reserve went to. No cost found: the reserve stands.
+// Metering adds `units:<category>` to the tenant's month.
+import type { Exchange } from "../context";
+import type { Decision } from "../engine/gcra";
+import { type HeaderList, rateLimitHeaders } from "../engine/rate-limit-headers";
+import { chargeDebt, refund, type SettleCharge, type SettledFigures } from "../proxy/response-cost-gcra";
+import type { CostResult } from "../proxy/response-cost-result";
+import { meteredUnits, settlementFor } from "../proxy/response-cost-settle";
+
+/**
+ * Settles x.priced against `result` at `nowMs`. Returns the RateLimit headers
+ * to send instead of the admission's when the settlement left the caller
+ * tighter than the admission's tightest limit (a debt), else null.
+ */
+export function settleResponseCharge(x: Exchange, result: CostResult, nowMs: number, usageMaxPending: number): HeaderList | null {
+  const priced = x.priced;
+  if (priced === null) return null;
+  const { charge, reserved } = priced;
+  const tenant = x.tenant;
+  if (tenant !== null) x.runtime.meter.add(tenant.slug, `units:${charge.category}`, meteredUnits(charge.reserve, result), nowMs, usageMaxPending);
+  const settlement = settlementFor(charge.reserve, result);
+  if (settlement.kind === "none") return null;
+  const settles: SettleCharge[] = reserved.map((c) => ({ subject: c.subject, category: c.category, limits: c.limits, units: settlement.units }));
+  const table = x.runtime.limiter;
+  const figures: SettledFigures = settlement.kind === "debt" ? chargeDebt(table, settles, nowMs) : refund(table, settles, nowMs);
+  const after = figures.tightest;
+  const before = priced.tightest;
+  if (after === null || (before !== null && settlement.kind === "refund")) return null;
+  if (before !== null && (after.remaining > before.remaining || (after.remaining === before.remaining && after.resetMs <= before.resetMs))) return null;
+  const decision: Decision = { allowed: true, retryAfterMs: 0, deniedChargeIndex: -1, tightest: after };
+  return rateLimitHeaders(
+    decision,
+    settles.map((s) => ({ subject: s.subject, category: s.category, limits: s.limits, cost: s.units })),
+  );
+}
