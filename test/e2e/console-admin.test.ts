@@ -147,6 +147,12 @@ describe("the console, signed in with the admin token", () => {
     await page.getByText("Revoked billing service.").waitFor();
     expect(await page.getByRole("row", { name: /billing service/ }).textContent()).toContain("revoked");
     expect((await fetch(`${gateway().gatewayUrl}/hello`, { headers: { authorization: `Bearer ${secret}` } })).status).toBe(401);
+
+    // A tenant that does not exist is said so under the picker, which stays to choose another.
+    const missing = unique("con-missing");
+    await visit(page, `#/keys?tenant=${missing}`, "Keys");
+    expect(await page.getByRole("alert").textContent()).toBe(`No tenant named ${missing}.`);
+    expect(await page.getByLabel("Tenant", { exact: true }).inputValue()).toBe(missing);
     await finish(tab);
   });
 

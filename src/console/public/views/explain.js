@@ -3,7 +3,7 @@
 // DESIGN §15): each limit with its source, scope and where the caller stands
 // under it now, any override and any block; and resetting its limiter state
 // (DELETE /callers/{key}/state). Asking charges the caller nothing.
-import { seg } from "../api.js";
+import { ApiError, seg } from "../api.js";
 import { confirmAction } from "../confirm.js";
 import { el, formatCount, notice, table, time } from "../dom.js";
 import { field, input, writeButton } from "../forms.js";
@@ -105,6 +105,14 @@ export async function explainView(ctx) {
     ctx.show(page(ctx, "Explain a caller", el("p", {}, "Which limits apply to a caller, where each comes from, where it stands now, and whether it is overridden or blocked."), form));
     return;
   }
-  const answer = await ctx.api.get(`/callers/${seg(caller)}`);
+  let answer;
+  try {
+    answer = await ctx.api.get(`/callers/${seg(caller)}`);
+  } catch (error) {
+    // A malformed or unknown caller: say so under the form, so another can be asked.
+    if (!(error instanceof ApiError) || (error.status !== 400 && error.status !== 404)) throw error;
+    ctx.show(page(ctx, "Explain a caller", form, notice("alert", error.message)));
+    return;
+  }
   ctx.show(page(ctx, `Explain ${answer.caller}`, form, explanation(ctx, answer)));
 }

@@ -3,7 +3,7 @@
 // with a copy button; it lives only in that panel (never stored, never
 // listed again) and is gone when the panel is closed or the page left.
 // Revoking asks first.
-import { seg } from "../api.js";
+import { ApiError, seg } from "../api.js";
 import { confirmAction } from "../confirm.js";
 import { el, formatCount, notice, table, time } from "../dom.js";
 import { expiryField, field, input, onSubmit, writeButton, writeForm } from "../forms.js";
@@ -125,6 +125,15 @@ export async function keysView(ctx) {
     ctx.show(page(ctx, "Keys", el("p", {}, "Keys belong to a tenant: choose one, or open it from ", link("the tenants", "tenants"), "."), picker));
     return;
   }
-  const list = section("Keys of this tenant", await keysTable(ctx, tenant));
+  let table;
+  try {
+    table = await keysTable(ctx, tenant);
+  } catch (error) {
+    // An unknown or misspelt tenant: say so under the picker, so another can be chosen.
+    if (!(error instanceof ApiError) || (error.status !== 400 && error.status !== 404)) throw error;
+    ctx.show(page(ctx, "Keys", picker, notice("alert", error.message)));
+    return;
+  }
+  const list = section("Keys of this tenant", table);
   ctx.show(page(ctx, `Keys of ${tenant}`, picker, mintForm(ctx, tenant, list), list));
 }
