@@ -6,7 +6,7 @@
 // answer reaches every client), every gateway request answers 500
 // config_invalid naming the field, and /_tollgate/health says so.
 import { z } from "zod";
-import { type CidrSet, parseCidrs } from "./identity/cidr";
+import { type CidrSet, parseCidrs } from "./engine/cidr";
 import { compileLimits, type Limit, limitError } from "./engine/limit";
 import type { CategoryDefaults, SubjectKind } from "./engine/resolve-limits";
 import { compileRoutes, type RouteMatcher, routeSpecError } from "./engine/routes";

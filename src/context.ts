@@ -4,7 +4,7 @@
 // types` into worker-configuration.d.ts, plus the two secrets, which are
 // optional at run time and so are typed here.
 import type { Config } from "./config";
-import type { ParsedAddress } from "./identity/cidr";
+import type { ParsedAddress } from "./engine/cidr";
 import type { OrgQuotaRef } from "./durable/quota-client";
 import type { QuotaLimits } from "./durable/quota-types";
 import type { Charge, HeaderFigures } from "./engine/gcra";

@@ -70,6 +70,28 @@ export function resolveLimits(category: string, kind: SubjectKind, sources: Limi
   return own(BUILT_IN_LIMITS, category)?.[kind] ?? NO_LIMITS;
 }
 
+/** Where a subject's limits in a category come from (DESIGN §15's `source`). */
+export type LimitSource = "override" | "key" | "tenant" | "category" | "builtin";
+
+/**
+ * Which source resolveLimits takes its answer from, by the same precedence;
+ * null when none has an entry (nothing applies). For explain, not the hot
+ * path: resolveLimits itself allocates nothing.
+ */
+export function limitSourceOf(category: string, kind: SubjectKind, sources: LimitSources): LimitSource | null {
+  if ((kind === "key" || kind === "ip" || kind === "jwt") && own(sources.override, category) !== undefined) return "override";
+  if (kind === "key") {
+    if (own(sources.key, category) !== undefined) return "key";
+    if (own(sources.tenant, category)?.key !== undefined) return "tenant";
+  } else if (kind === "jwt") {
+    if (own(sources.tenant, category)?.jwt !== undefined) return "tenant";
+  } else if (kind === "tenant") {
+    if (own(sources.tenant, category)?.tenant !== undefined) return "tenant";
+  }
+  if (own(sources.defaults, category)?.[kind] !== undefined) return "category";
+  return own(BUILT_IN_LIMITS, category)?.[kind] !== undefined ? "builtin" : null;
+}
+
 /** The kind named by a subject's prefix (`key:…` → "key", `anonymous` → "anonymous"), or null for anything else. */
 export function subjectKindOf(subject: string): SubjectKind | null {
   if (subject === "anonymous") return "anonymous";
