@@ -281,6 +281,40 @@ describe("the console, signed in with the admin token", () => {
     await finish(tab);
   });
 
+  it("explains a key's caller — limits with their source and state, override, block — and resets its state", async () => {
+    const tenant = unique("con-explain");
+    await arrange("PUT", `/tenants/${tenant}`, { limits: { request: { key: [{ count: 7, window_s: 60 }] } } });
+    const key = (await arrange("POST", `/tenants/${tenant}/keys`, { name: "explained" })).body as { id: string; key: string };
+    for (let i = 0; i < 2; i += 1) expect((await fetch(`${gateway().gatewayUrl}/hello`, { headers: { authorization: `Bearer ${key.key}` } })).status).toBe(200);
+    const caller = `key:${key.id}`;
+
+    const tab = await signedIn();
+    const { page } = tab;
+    await visit(page, "#/explain", "Explain a caller");
+    await page.getByLabel("Caller key").fill(caller);
+    await page.getByRole("button", { name: "Explain", exact: true }).click();
+    await page.getByRole("heading", { level: 1, name: `Explain ${caller}` }).waitFor();
+    const keyRow = page.getByRole("row", { name: /request key its tenant's limits/ });
+    expect(await keyRow.locator("td").allTextContents()).toEqual(["request", "key", "its tenant's limits", "isolate", "7 per 60 s", "5", expect.stringMatching(/s$/)]);
+    expect(await page.getByText("Not blocked.").count()).toBe(1);
+    await screenshot(page, "explain");
+
+    await page.getByRole("button", { name: "Reset limiter state" }).click();
+    await page.getByRole("dialog").getByRole("button", { name: "Reset state" }).click();
+    await page.getByText(`Limiter state of ${caller} reset.`).waitFor();
+    expect(await page.getByRole("row", { name: /request key its tenant's limits/ }).locator("td").nth(5).textContent()).toBe("7");
+
+    await arrange("PUT", `/overrides/${caller}`, { limits: { request: [{ count: 50, window_s: 60 }] }, reason: "trusted partner" });
+    await arrange("POST", "/blocks", { target: `tenant:${tenant}`, reason: "unpaid invoice" });
+    await page.reload();
+    await page.getByRole("heading", { level: 1, name: `Explain ${caller}` }).waitFor();
+    expect(await page.getByRole("row", { name: /request key an override for this caller/ }).locator("td").nth(4).textContent()).toBe("50 per 60 s");
+    expect(await page.locator("section", { hasText: "Override" }).last().textContent()).toContain("trusted partner");
+    expect(await page.locator(".notice.error").textContent()).toContain(`Blocked: tenant:${tenant}`);
+    await screenshot(page, "explain-blocked");
+    await finish(tab);
+  });
+
   it("pages through the audit log with next_cursor, newest first", async () => {
     const tenant = unique("con-audit");
     await arrange("PUT", `/tenants/${tenant}`, {});

@@ -39,13 +39,14 @@ async function arrangeOneOfEach(): Promise<{ tenant: string; org: string; keyId:
 }
 
 /** Every view, with whether it has write controls for the admin. */
-function everyView(a: { tenant: string; org: string }): Array<{ name: string; hash: string; heading: string | RegExp; writes: boolean }> {
+function everyView(a: { tenant: string; org: string; keyId: string }): Array<{ name: string; hash: string; heading: string | RegExp; writes: boolean }> {
   return [
     { name: "tenants", hash: "#/tenants", heading: "Tenants", writes: true },
     { name: "tenant", hash: `#/tenants/${a.tenant}`, heading: `Tenant ${a.tenant}`, writes: true },
     { name: "keys", hash: `#/keys?tenant=${a.tenant}`, heading: `Keys of ${a.tenant}`, writes: true },
     { name: "overrides", hash: "#/overrides", heading: "Overrides", writes: true },
     { name: "blocks", hash: "#/blocks", heading: "Blocks", writes: true },
+    { name: "explain", hash: `#/explain?caller=key:${a.keyId}`, heading: `Explain key:${a.keyId}`, writes: true },
     { name: "usage", hash: `#/usage?tenant=${a.tenant}`, heading: `Usage of ${a.tenant}`, writes: false },
     { name: "orgs", hash: "#/orgs", heading: "Orgs", writes: true },
     { name: "org", hash: `#/orgs/${a.org}`, heading: `Org ${a.org}`, writes: true },

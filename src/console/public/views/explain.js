@@ -86,7 +86,7 @@ function explanation(ctx, answer) {
       "Override",
       override === null || override === undefined
         ? el("p", {}, "None.")
-        : el("p", {}, describeLimits(override.limits, false), " · ", activeBadge(override.active), " · until ", time(override.expires_at), override.reason === null ? "" : ` — ${override.reason}`),
+        : el("p", {}, describeLimits(override.limits, false), " · ", activeBadge(override.active), " · ", override.expires_at === null ? "no expiry" : el("span", {}, "until ", time(override.expires_at)), override.reason === null ? "" : ` · ${override.reason}`),
     ),
     section("Limiter state", resetButton(ctx, answer.caller)),
   );
