@@ -16,6 +16,7 @@ import { LimiterTable } from "./engine/limiter-table";
 import { compileGateway, type GatewayHandler } from "./gateway";
 import { AuthFailureGate } from "./limits/auth-gate";
 import { InFlightTable } from "./limits/in-flight";
+import { StreamTable } from "./limits/streams";
 import { UsageMeter } from "./db/usage-meter";
 import { UsageTracker } from "./identity/usage-tracker";
 import { compileJwtConfig, type JwtVerifier } from "./identity/jwt-verifier";
@@ -40,6 +41,8 @@ export interface Runtime {
   readonly adminTokens: AdminTokens;
   readonly limiter: LimiterTable;
   readonly inFlight: InFlightTable;
+  /** Open WebSocket streams per credential (DESIGN §13). */
+  readonly streams: StreamTable;
   readonly authGate: AuthFailureGate;
   readonly keys: KeyCache;
   readonly keyCheck: KeyCheckLoader;
@@ -104,6 +107,7 @@ export function compileRuntime(env: Bindings, options: RuntimeOptions = {}): Run
     adminTokens: adminTokensOf(env),
     limiter,
     inFlight: new InFlightTable(),
+    streams: new StreamTable(),
     authGate: new AuthFailureGate(limiter, adminConfig.authFailureLimits),
     keys: new KeyCache(adminConfig),
     keyCheck: new KeyCheckLoader(adminConfig.cacheTtlMs),

@@ -35,6 +35,13 @@ export const BUILT_IN_LIMITS: CategoryDefaults = Object.freeze({
       { count: 200_000, window_s: 3600 },
     ]),
   }),
+  // Stream rent (DESIGN §13): at the default 60 s period this pays for 120
+  // streams held open for good; opening and closing streams spends it faster.
+  stream_rent: Object.freeze({
+    key: compileLimits([{ count: 120, window_s: 60 }]),
+    jwt: compileLimits([{ count: 120, window_s: 60 }]),
+    ip: compileLimits([{ count: 120, window_s: 60 }]),
+  }),
   admin: Object.freeze({ admin: compileLimits([{ count: 10, window_s: 1, burst: 20 }]) }),
   auth_failures: Object.freeze({ ip: compileLimits([{ count: 60, window_s: 60 }]) }),
 });

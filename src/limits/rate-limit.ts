@@ -14,6 +14,7 @@ import type { RouteMatch } from "../engine/routes";
 import type { ResponseCharge } from "../proxy/response-cost-spec";
 import type { Check } from "./check";
 import { rateLimitedResponse } from "./rate-limit-response";
+import { addOpenRent } from "./stream-charges";
 import { noteRefusal } from "./sustained";
 
 export const REQUEST_CATEGORY = "request";
@@ -82,9 +83,12 @@ export function rateLimit(options: RateLimitOptions): Check {
   const { table, defaults, responseCharges } = options;
   return function rateLimitStep(x) {
     const route = x.route;
-    const responseCharge = route === null ? null : (responseCharges[route.index] ?? null);
+    // A WebSocket upgrade has no answer to price: its route's response_charge does not apply.
+    const responseCharge = route === null || x.upgrade ? null : (responseCharges[route.index] ?? null);
     const subjects = chargedSubjects(x.caller, defaults);
     const charges = chargesFor(subjects, route, responseCharge);
+    // A WebSocket open also prepays its first period of stream rent (DESIGN §13), in the same all-or-nothing admission.
+    if (x.upgrade) addOpenRent(charges, subjects);
     const decision = admit(table, charges, x.startedAtMs);
     if (!decision.allowed) {
       const denied = charges[decision.deniedChargeIndex];

@@ -123,17 +123,20 @@ class Settlement {
     }
     this.#ready.fire();
     this.#after(origin.status, declaredLength(origin.headers), true);
-    const gone = clientGone(x.request);
+    // Whether the client actually went away (the signal firing), not whether it could.
+    let left = false;
+    const gone = clientGone(x.request)?.then(() => {
+      left = true;
+    });
     if (x.releaseSlot !== null) {
-      await (gone === null ? this.#delivered.promise : Promise.race([this.#delivered.promise, gone]));
+      await (gone === undefined ? this.#delivered.promise : Promise.race([this.#delivered.promise, gone]));
       x.releaseSlot();
+      if (left) this.#cancelAnswer();
     }
     if (costSettled !== null) {
       // A teed branch nobody reads would hold the origin's bytes: once the client is gone, let it go.
-      if (gone !== null) void gone.then(() => this.#cancelAnswer());
+      void gone?.then(() => this.#cancelAnswer());
       await costSettled;
-    } else if (gone !== null && x.releaseSlot !== null) {
-      this.#cancelAnswer();
     }
   }
 
