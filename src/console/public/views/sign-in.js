@@ -25,7 +25,7 @@ export function showSignIn(options) {
   const form = el(
     "form",
     { class: "card sign-in", novalidate: true },
-    field("Admin or auditor token", token, { hint: "The ADMIN_TOKEN or AUDITOR_TOKEN secret (for npm start: ADMIN_TOKEN in .dev.vars). Kept in this tab only, until it closes." }),
+    field("Admin or auditor token", token, { hint: "The ADMIN_TOKEN or AUDITOR_TOKEN secret (for npm start: ADMIN_TOKEN or AUDITOR_TOKEN in .tollgate.env). Kept in this tab only, until it closes." }),
     el("div", { class: "actions" }, el("button", { type: "submit", class: "primary" }, "Sign in")),
     el("div", { class: "form-alert", role: "alert" }),
   );
