@@ -53,7 +53,7 @@ export function compileGateway(runtime: Runtime): GatewayHandler {
   add(blockCallers({ policy: runtime.policy }));
   add(authenticate({ anonymous: config.anonymous, verifier: runtime, gate: runtime.authGate, policy: runtime.policy }));
   add(matchRoute(config.routes));
-  add(rateLimit({ table: runtime.limiter, defaults: config.defaults, responseCharges: config.responseCharges }));
+  add(rateLimit({ table: runtime.limiter, leases: runtime.leases, now: runtime.now, defaults: config.defaults, responseCharges: config.responseCharges }));
   add(inFlightLimit({ table: runtime.inFlight, bounds: inFlightBounds(config.inFlight) }));
   add(sizeLimit({ maxRequestBytes: config.maxRequestBytes }));
   add(quotaCheck({ reservationTtlS: config.reservationTtlS, auditWindowS: config.auditWindowMs / 1000 }));
