@@ -22,6 +22,7 @@ import type { Limit } from "../engine/limit";
 import { LEDGER_MIGRATIONS, LEDGER_SQL } from "./limit-ledger-sql";
 import {
   giveBackInput,
+  type GrantInput,
   grantInput,
   type LedgerFigures,
   type LedgerGiveBackRequest,
@@ -61,9 +62,13 @@ export class LimitLedger extends DurableObject<Env> {
    * then grants every item a lease, or none: the first item whose need does
    * not fit is refused with the exact delay after which it would.
    */
-  async grant(req: LedgerGrantRequest): Promise<LedgerGrantResult> {
+  grant(req: LedgerGrantRequest): Promise<LedgerGrantResult> {
     this.#calls++;
-    const input = grantInput(req);
+    // Checked before any promise, so a bad request throws at once.
+    return this.#grant(grantInput(req));
+  }
+
+  async #grant(input: GrantInput): Promise<LedgerGrantResult> {
     const result = this.ctx.storage.transactionSync((): LedgerGrantResult => {
       const { category, nowMs, items } = input;
       const asks = items.map((item) => ({ ...item, ...this.#read(category, item.limit) }));
@@ -80,7 +85,7 @@ export class LimitLedger extends DurableObject<Env> {
   }
 
   /** Credits unspent units of dead or dropped leases (less what the rate earned back since each grant). Returns the credit per item, in each limit's units. */
-  async giveBack(req: LedgerGiveBackRequest): Promise<{ creditedUnits: number[] }> {
+  giveBack(req: LedgerGiveBackRequest): { creditedUnits: number[] } {
     this.#calls++;
     const { category, nowMs, returns } = giveBackInput(req);
     const creditedUnits = this.ctx.storage.transactionSync(() =>
@@ -95,9 +100,12 @@ export class LimitLedger extends DurableObject<Env> {
   }
 
   /** A response-priced settlement (DESIGN §14): a debt charged unconditionally, or a refund never before now. Returns each limit's figures after it. */
-  async settle(req: LedgerSettleRequest): Promise<LedgerFigures[]> {
+  settle(req: LedgerSettleRequest): Promise<LedgerFigures[]> {
     this.#calls++;
-    const { category, nowMs, kind, units, limits } = settleInput(req);
+    return this.#settle(settleInput(req));
+  }
+
+  async #settle({ category, nowMs, kind, units, limits }: ReturnType<typeof settleInput>): Promise<LedgerFigures[]> {
     const figures = this.ctx.storage.transactionSync(() =>
       limits.map((limit) => {
         const before = this.#read(category, limit).state;
@@ -118,7 +126,7 @@ export class LimitLedger extends DurableObject<Env> {
   }
 
   /** Forgets every state of the subject (DELETE /callers/{caller_key}/state). Returns how many there were. */
-  async reset(): Promise<{ states: number }> {
+  reset(): { states: number } {
     this.#calls++;
     const states = this.ctx.storage.transactionSync(() => {
       const n = this.#sql.exec<{ n: number }>(LEDGER_SQL.count).one().n;
