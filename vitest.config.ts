@@ -35,7 +35,7 @@ export default defineConfig(async () => {
             include: ["test/**/*.test.ts"],
             exclude: ["test/e2e/**"],
             globalSetup: ["./test/global-setup.ts"],
-            setupFiles: ["./test/apply-migrations.ts"],
+            setupFiles: ["./test/apply-migrations.ts", "./test/unhandled-rejections.ts"],
             testTimeout: 30_000,
             hookTimeout: 30_000,
           },

@@ -14,7 +14,10 @@
 //   2. D1 queries and Durable Object calls per 1,000 requests in (b) and (c)
 //   3. abuse: 20,000 random keys from random addresses, a legitimate probe
 //   4. a CPU profile of (b), to say where its time goes
-//   5. bench/results/latest.json, bench/results/latency.svg, a Markdown summary
+//   5. streams: messages/s through the gateway against a direct connection,
+//      and the isolate's heap per open stream (bench/lib/streams.mjs; alone:
+//      `npm run bench:streams`)
+//   6. bench/results/latest.json, bench/results/latency.svg, a Markdown summary
 import { spawn } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { SourceMap } from "node:module";
@@ -32,6 +35,7 @@ import { runLoad } from "./lib/load.mjs";
 import { machineInfo } from "./lib/machine.mjs";
 import { evaluateTargets, markdownSummary } from "./lib/report.mjs";
 import { latencySvg } from "./lib/svg.mjs";
+import { benchStreams, STREAMS_SETTINGS, streamsSummary } from "./lib/streams.mjs";
 import { startOriginThread } from "./origin.mjs";
 
 const BENCH = dirname(fileURLToPath(import.meta.url));
@@ -205,6 +209,9 @@ async function main() {
     await profiled.stop();
   }
 
+  // 5. Streams.
+  result.streams = await benchStreams({ root: ROOT, bundle, compat, token, stateDir: STATE, settings: QUICK ? STREAMS_SETTINGS.quick : STREAMS_SETTINGS.full, log });
+
   result.targets = evaluateTargets(result);
   result.total_runtime_s = Math.round((Date.now() - startedAt) / 1000);
   mkdirSync(RESULTS, { recursive: true });
@@ -221,6 +228,7 @@ async function main() {
     );
   }
   console.log(`\n${markdownSummary(result)}`);
+  console.log(`\n${streamsSummary(result.streams)}`);
   log(`wrote bench/results/${jsonName}${QUICK ? "" : " and bench/results/latency.svg"}`);
 }
 

@@ -29,9 +29,13 @@
 //   PUT /__origin/jwks/<name>?status=<n>   GETs of <name> answer status n (200 serves the set
 //                                          again); an empty body keeps the set
 //   GET /__origin/jwks/<name>              the set, or 404 before any PUT
+//
+// WebSockets: every `Upgrade: websocket` request, on any path, is an echo with
+// test controls (scripts/origin-ws.mjs), recorded like the rest.
 import { createHash } from "node:crypto";
 import { createServer } from "node:http";
 import { fileURLToPath } from "node:url";
+import { createWsOrigin } from "./origin-ws.mjs";
 
 const MAX_RECORDED = 5000;
 const MAX_DELAY_MS = 30_000;
@@ -45,6 +49,11 @@ const MAX_PAD_BYTES = 8 * 1024 * 1024;
 export function startOrigin({ port = 0, host = "127.0.0.1" } = {}) {
   const recorded = [];
   const jwks = new Map();
+  const record = (seen) => {
+    recorded.push(seen);
+    if (recorded.length > MAX_RECORDED) recorded.shift();
+  };
+  const wsOrigin = createWsOrigin(record);
   const server = createServer((req, res) => {
     const url = new URL(req.url ?? "/", "http://origin.invalid");
     const jwksName = JWKS_PATH.exec(url.pathname)?.[1];
@@ -77,8 +86,7 @@ export function startOrigin({ port = 0, host = "127.0.0.1" } = {}) {
         body_bytes: bodyBytes,
         body_sha256: hash.digest("hex"),
       };
-      recorded.push(seen);
-      if (recorded.length > MAX_RECORDED) recorded.shift();
+      record(seen);
       const status = Number(req.headers["x-origin-status"] ?? 200) || 200;
       const delayMs = Math.min(Number(req.headers["x-origin-delay-ms"] ?? 0) || 0, MAX_DELAY_MS);
       const outBytes = Number(req.headers["x-origin-body-bytes"] ?? -1);
@@ -102,6 +110,11 @@ export function startOrigin({ port = 0, host = "127.0.0.1" } = {}) {
       }, delayMs);
     });
   });
+  server.on("upgrade", (req, socket, head) => {
+    socket.on("error", () => {});
+    if ((req.headers.upgrade ?? "").toLowerCase() === "websocket") wsOrigin.handleUpgrade(req, socket, head);
+    else socket.destroy();
+  });
   return new Promise((resolve, reject) => {
     server.once("error", reject);
     server.listen(port, host, () => {
@@ -110,7 +123,7 @@ export function startOrigin({ port = 0, host = "127.0.0.1" } = {}) {
       resolve({
         server,
         port: typeof address === "object" && address ? address.port : port,
-        close: () => new Promise((done) => { server.closeAllConnections?.(); server.close(() => done()); }),
+        close: () => new Promise((done) => { wsOrigin.close(); server.closeAllConnections?.(); server.close(() => done()); }),
       });
     });
   });

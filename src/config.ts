@@ -6,7 +6,7 @@
 // answer reaches every client), every gateway request answers 500
 // config_invalid naming the field, and /_tollgate/health says so.
 import { z } from "zod";
-import { type CidrSet, parseCidrs } from "./identity/cidr";
+import { type CidrSet, parseCidrs } from "./engine/cidr";
 import { compileLimits, type Limit, limitError, type LimitScope } from "./engine/limit";
 import type { CategoryDefaults, SubjectKind } from "./engine/resolve-limits";
 import { compileRoutes, type RouteMatcher, routeSpecError } from "./engine/routes";
@@ -44,6 +44,10 @@ export const DEFAULT_GLOBAL_MIN_LEASE_MS = 50;
 export const DEFAULT_GLOBAL_ON_ERROR = "local";
 /** A lease longer than a minute would make the overshoot bound meaningless for most limits. */
 export const MAX_GLOBAL_MIN_LEASE_MS = 60_000;
+/** Stream rent (DESIGN §13): one `stream_rent` unit at open and at the start of every period while a stream stays open. */
+export const DEFAULT_STREAM_RENT_PERIOD_S = 60;
+/** Open WebSocket streams per credential per isolate (DESIGN §13). */
+export const DEFAULT_STREAMS_PER_CREDENTIAL = 100;
 /** An isolate has 128 MB; the limiter table is preallocated, so its bound must leave room for the rest. */
 export const MAX_LIMITER_MEMORY_MIB = 64;
 /** Longest reservation a quota object keeps: a week (an upload that takes longer is committed late, see docs/quotas.md). */
@@ -55,6 +59,10 @@ export const MAX_FLUSH_INTERVAL_S = 3600;
 /** Entries of the isolate's caches and accumulators: each is bounded by this, memory by it times an entry's size. */
 export const MAX_CACHE_ENTRIES = 100_000;
 export const MAX_LIST_ENTRIES = 1000;
+/** A day: a longer period would let one prepaid unit hold a stream for more than a day. */
+export const MAX_STREAM_RENT_PERIOD_S = 24 * 3600;
+/** A stream holds two sockets and a timer; an isolate (128 MB) could not hold many more in all. */
+export const MAX_STREAMS_PER_CREDENTIAL = 10_000;
 
 const SUBJECT_KINDS = ["key", "jwt", "tenant", "ip", "anonymous", "admin"] as const satisfies readonly SubjectKind[];
 const CATEGORY_NAME = /^[a-z][a-z0-9_]{0,31}$/;
@@ -150,6 +158,13 @@ export const configSchema = z.strictObject({
     .default({ threshold_rejections: DEFAULT_AUDIT_THRESHOLD_REJECTIONS, window_s: DEFAULT_AUDIT_WINDOW_S }),
   request_log: z.boolean().default(DEFAULT_REQUEST_LOG),
   jwt: jwtConfigSchema.optional(),
+  streams: z
+    .strictObject({
+      // Whole seconds: the rent timer and the retry delays are exact per period.
+      rent_period_s: wholeSeconds(MAX_STREAM_RENT_PERIOD_S).default(DEFAULT_STREAM_RENT_PERIOD_S),
+      per_credential: boundedInt(MAX_STREAMS_PER_CREDENTIAL).default(DEFAULT_STREAMS_PER_CREDENTIAL),
+    })
+    .default({ rent_period_s: DEFAULT_STREAM_RENT_PERIOD_S, per_credential: DEFAULT_STREAMS_PER_CREDENTIAL }),
   blocked_countries: list(z.string().regex(/^[A-Z]{2}$/, "must be an ISO 3166-1 alpha-2 code in capitals, such as DE")).default([]),
 });
 
@@ -187,6 +202,8 @@ export interface Config {
   readonly jwt: JwtConfig | null;
   /** ISO country codes refused 403 blocked (request.cf.country). */
   readonly blockedCountries: ReadonlySet<string>;
+  /** WebSocket streams (DESIGN §13): the rent period and the open streams one credential may hold per isolate. */
+  readonly streams: { readonly rentPeriodMs: number; readonly perCredential: number };
 }
 
 export type ConfigResult = { ok: true; config: Config } | { ok: false; field: string; message: string };
@@ -265,6 +282,7 @@ export function parseConfig(raw: unknown): ConfigResult {
       requestLog: c.request_log,
       jwt: c.jwt ?? null,
       blockedCountries: new Set(c.blocked_countries),
+      streams: { rentPeriodMs: c.streams.rent_period_s * 1000, perCredential: c.streams.per_credential },
     },
   };
 }

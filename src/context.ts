@@ -4,7 +4,7 @@
 // types` into worker-configuration.d.ts, plus the two secrets, which are
 // optional at run time and so are typed here.
 import type { Config } from "./config";
-import type { ParsedAddress } from "./identity/cidr";
+import type { ParsedAddress } from "./engine/cidr";
 import type { OrgQuotaRef } from "./durable/quota-client";
 import type { QuotaLimits } from "./durable/quota-types";
 import type { Charge, HeaderFigures } from "./engine/gcra";
@@ -101,6 +101,10 @@ export class Exchange {
   rateHeaders: HeaderList | null = null;
   /** Releases this request's in-flight slot; set by the in-flight step, called once by whoever ends the request. */
   releaseSlot: (() => void) | null = null;
+  /** An `Upgrade: websocket` GET (DESIGN §13): a stream, with rent and a stream slot instead of an in-flight slot. Set by the gateway before any step. */
+  upgrade = false;
+  /** Releases this stream's slot; set by the stream-slot step, called once by whoever ends the stream. */
+  releaseStream: (() => void) | null = null;
   /** The upload's reservation on a `store` route, settled once the origin answered. */
   upload: UploadReservation | null = null;
   /** A delete on a `release` route, recorded once the origin answered 2xx. */

@@ -18,6 +18,8 @@ import { rateLimit } from "./limits/rate-limit";
 import { matchRoute } from "./limits/route";
 import { extraHeaders, flushUsage, forwardToOrigin, withHeaders } from "./limits/settle";
 import { sizeLimit } from "./limits/size";
+import { forwardWebSocket } from "./limits/stream-forward";
+import { isWebSocketUpgrade, streamSlots } from "./limits/streams";
 import { clientAddress } from "./identity/client-step";
 import { declaredLength } from "./proxy/content-length";
 import { normalisePath, splitUrl } from "./proxy/request-path";
@@ -28,6 +30,12 @@ import type { Runtime } from "./runtime";
 import { type Background, keepAlive } from "./utils/wait-until";
 
 export type GatewayHandler = (request: Request, env: Bindings, ctx: Background | null) => Promise<Response>;
+
+/** The checks a request runs, in order, and the forward that ends it. */
+interface Pipeline {
+  readonly checks: readonly Check[];
+  readonly forward: (x: Exchange) => Promise<Response>;
+}
 
 function invalidPath(): Response {
   return problem("invalid_path", { detail: "The path holds an encoded separator (%2F or %5C) or NUL (%00)." });
@@ -54,6 +62,10 @@ export function compileGateway(runtime: Runtime): GatewayHandler {
   add(authenticate({ anonymous: config.anonymous, verifier: runtime, gate: runtime.authGate, policy: runtime.policy }));
   add(matchRoute(config.routes));
   add(rateLimit({ table: runtime.limiter, leases: runtime.leases, now: runtime.now, defaults: config.defaults, responseCharges: config.responseCharges }));
+  // A WebSocket upgrade (DESIGN §13) runs the same checks up to here (its
+  // rate limits include the open's stream rent), then takes a stream slot
+  // instead of an in-flight slot; it has no body, so no size or quota step.
+  const streamChecks: Check[] = [...checks, streamSlots({ table: runtime.streams, perCredential: config.streams.perCredential })];
   add(inFlightLimit({ table: runtime.inFlight, bounds: inFlightBounds(config.inFlight) }));
   add(sizeLimit({ maxRequestBytes: config.maxRequestBytes }));
   add(quotaCheck({ reservationTtlS: config.reservationTtlS, auditWindowS: config.auditWindowMs / 1000 }));
@@ -66,11 +78,25 @@ export function compileGateway(runtime: Runtime): GatewayHandler {
     usageMaxPending: config.usageMaxPending,
     usageFlushIntervalMs: config.usageFlushIntervalMs,
   });
-  const count = checks.length;
+  const http: Pipeline = { checks, forward };
+  const streams: Pipeline = {
+    checks: streamChecks,
+    forward: forwardWebSocket({
+      origin: origin.base,
+      stripCredential: config.stripCredential,
+      table: runtime.limiter,
+      defaults: config.defaults,
+      rentPeriodMs: config.streams.rentPeriodMs,
+      requestLog: config.requestLog,
+      usageMaxPending: config.usageMaxPending,
+      usageFlushIntervalMs: config.usageFlushIntervalMs,
+    }),
+  };
 
   /** A request answered by the gateway itself: its slot back, its log line. */
   function answered(x: Exchange, response: Response): Response {
     x.releaseSlot?.();
+    x.releaseStream?.();
     const out = withHeaders(response, x.decision === "rate_limited" ? [] : extraHeaders(x, null));
     const nowMs = runtime.now();
     if (config!.requestLog) log.raw(requestLogLine(x, out.status, declaredLength(out.headers), nowMs));
@@ -78,15 +104,16 @@ export function compileGateway(runtime: Runtime): GatewayHandler {
     return out;
   }
 
-  async function slowPath(x: Exchange, pending: Promise<CheckResult>, from: number): Promise<Response> {
+  async function slowPath(x: Exchange, pipeline: Pipeline, pending: Promise<CheckResult>, from: number): Promise<Response> {
     let result = await pending;
     if (result !== null) return answered(x, result);
-    for (let i = from; i < count; i++) {
-      const r = checks[i]!(x);
+    const steps = pipeline.checks;
+    for (let i = from; i < steps.length; i++) {
+      const r = steps[i]!(x);
       result = r instanceof Promise ? await r : r;
       if (result !== null) return answered(x, result);
     }
-    return forward(x);
+    return pipeline.forward(x);
   }
 
   function failed(x: Exchange, err: unknown): Response {
@@ -106,24 +133,31 @@ export function compileGateway(runtime: Runtime): GatewayHandler {
       x.decision = "invalid_path";
       return Promise.resolve(answered(x, invalidPath()));
     }
+    let pipeline = http;
+    if (request.headers.has("upgrade") && isWebSocketUpgrade(request)) {
+      x.upgrade = true;
+      pipeline = streams;
+    }
     try {
       client(x);
-      if (bypasses(x)) return forward(x);
+      if (bypasses(x)) return pipeline.forward(x);
+      const steps = pipeline.checks;
+      const count = steps.length;
       for (let i = 0; i < count; i++) {
-        const r = checks[i]!(x);
+        const r = steps[i]!(x);
         if (r === null) continue;
         if (r instanceof Promise) {
           // Kept alive to its end: a client that hangs up while a check waits
           // (a cache miss, a quota reservation) must not strand what that
           // check took (an in-flight slot, a reservation); the forward's
           // settlement then finishes the accounting.
-          const answer = slowPath(x, r, i + 1).catch((err: unknown) => failed(x, err));
+          const answer = slowPath(x, pipeline, r, i + 1).catch((err: unknown) => failed(x, err));
           keepAlive(ctx, answer);
           return answer;
         }
         return Promise.resolve(answered(x, r));
       }
-      return forward(x);
+      return pipeline.forward(x);
     } catch (err) {
       return Promise.resolve(failed(x, err));
     }

@@ -17,6 +17,9 @@ import { compileGateway, type GatewayHandler } from "./gateway";
 import { AuthFailureGate } from "./limits/auth-gate";
 import { GlobalLeases } from "./limits/global-leases";
 import { InFlightTable } from "./limits/in-flight";
+import { StreamTable } from "./limits/streams";
+import { UsageMeter } from "./db/usage-meter";
+import { UsageTracker } from "./identity/usage-tracker";
 import { compileJwtConfig, type JwtVerifier } from "./identity/jwt-verifier";
 import { log } from "./log/logger";
 import { type OriginBaseResult, parseOriginBase } from "./proxy/origin-url";
@@ -41,11 +44,17 @@ export interface Runtime {
   /** Leases on global limits (DESIGN §11), bounded by cache_max_entries (subject, category) groups. */
   readonly leases: GlobalLeases;
   readonly inFlight: InFlightTable;
+  /** Open WebSocket streams per credential (DESIGN §13). */
+  readonly streams: StreamTable;
   readonly authGate: AuthFailureGate;
   readonly keys: KeyCache;
   readonly keyCheck: KeyCheckLoader;
   readonly policy: PolicyCache;
   readonly tenants: TenantCache;
+  /** Key usage (last use, count) waiting to be written to D1; bounded by usage.max_pending. */
+  readonly keyUsage: UsageTracker;
+  /** Monthly metering per tenant waiting to be written to D1; bounded by usage.max_pending. */
+  readonly meter: UsageMeter;
   /** JWT verification (DESIGN §12): its key sets and verified tokens; null when no issuer is configured. */
   readonly jwt: JwtVerifier | null;
   /** The clock every decision reads (Unix ms). Date.now() unless a test gives its own. */
@@ -103,11 +112,14 @@ export function compileRuntime(env: Bindings, options: RuntimeOptions = {}): Run
     limiter,
     leases: new GlobalLeases({ ...adminConfig.global, maxGroups: adminConfig.cacheMaxEntries }, now),
     inFlight: new InFlightTable(),
+    streams: new StreamTable(),
     authGate: new AuthFailureGate(limiter, adminConfig.authFailureLimits),
     keys: new KeyCache(adminConfig),
     keyCheck: new KeyCheckLoader(adminConfig.cacheTtlMs),
     policy: new PolicyCache(adminConfig),
     tenants: new TenantCache(adminConfig),
+    keyUsage: new UsageTracker(),
+    meter: new UsageMeter(),
     jwt:
       config?.jwt == null
         ? null

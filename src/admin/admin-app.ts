@@ -3,10 +3,12 @@
 // (token, query-string refusal, the `admin` rate limit, auditor read-only).
 import { Hono } from "hono";
 import { problem } from "../errors";
+import { errorName, log } from "../log/logger";
 import type { AdminEnv } from "./admin-env";
 import { registerAuditRoutes } from "./audit";
 import { adminAuth } from "./auth";
 import { registerBlockRoutes } from "./blocks";
+import { registerCallerRoutes } from "./callers";
 import { registerExportRoutes } from "./export";
 import { registerKeyRoutes } from "./keys";
 import { registerOpenApiRoute } from "./openapi";
@@ -24,6 +26,7 @@ export function createAdminApp(): Hono<AdminEnv> {
   registerKeyRoutes(admin);
   registerOverrideRoutes(admin);
   registerBlockRoutes(admin);
+  registerCallerRoutes(admin);
   registerOrgRoutes(admin);
   registerUsageRoutes(admin);
   registerReconcileRoutes(admin);
@@ -33,7 +36,7 @@ export function createAdminApp(): Hono<AdminEnv> {
   admin.all("*", () => problem("not_found", { detail: "No such admin path or method." }));
   admin.onError((err) => {
     if (err instanceof StorageUnavailable) return storageUnavailable();
-    console.error(JSON.stringify({ level: "error", at_unix_ms: Date.now(), event: "admin_failed", error: err.name }));
+    log.error("admin_failed", { error: errorName(err) });
     return problem("internal_error", { detail: "The admin API failed to handle this request." });
   });
   return admin;

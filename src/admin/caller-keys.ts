@@ -8,7 +8,7 @@
 //   key:<id>         a managed key's id
 //   jwt:<64 hex>     SHA-256 of `iss \n sub`, lower-case (DESIGN §12)
 //   tenant:<slug>    a tenant
-import { parseCidrs, parseIp } from "../identity/cidr";
+import { parseCidrs, parseIp } from "../engine/cidr";
 import { canonicalKey, formatAddress, UNKNOWN_CLIENT } from "../identity/client-address";
 import { TENANT_SLUG } from "./schemas";
 import { invalid, type Parsed } from "./validate";

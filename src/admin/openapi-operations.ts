@@ -13,6 +13,13 @@ const callerKeyParam: Json = {
     "`ip:<address>` (an IPv6 address stands for its /64; URL-encode the `/` of `/64`), `key:<id>` or `jwt:<64 lower-case hex>`. `tenant:` is refused: set a tenant's own limits, or block it.",
   schema: { type: "string", maxLength: MAX_CALLER_KEY_CHARS },
 };
+const explainCallerParam: Json = {
+  name: "caller_key",
+  in: "path",
+  required: true,
+  description: "`key:<id>`, `ip:<address>` (an IPv6 address stands for its /64; URL-encode the `/`), `jwt:<64 lower-case hex>` or `tenant:<slug>`",
+  schema: { type: "string", maxLength: MAX_CALLER_KEY_CHARS },
+};
 const orgParam: Json = { name: "org", in: "path", required: true, schema: { type: "string", pattern: TENANT_SLUG.source } };
 const blockIdParam: Json = { name: "id", in: "path", required: true, schema: { type: "integer", minimum: 1 } };
 const deleted = (props: Json): Json => ({ description: "deleted", content: jsonContent({ type: "object", properties: { ...props, deleted: { type: "boolean" } } }) });
@@ -34,6 +41,23 @@ export function operationPaths(): Json {
         { requestBody: { required: true, content: jsonContent(ref("OverrideBody")) } },
       ),
       delete: op("Remove a caller override", { "200": deleted({ caller_key: { type: "string" } }), "404": problemResponse("not_found"), ...WRITE_ERRORS }),
+    },
+    "/callers/{caller_key}": {
+      parameters: [explainCallerParam],
+      get: op(
+        "Explain a caller: every (category, subject, limit) that applies, its source, its scope and its standing (remaining, reset_ms: this isolate's, or the ledger's for a global limit, null with `ledger_error` when the ledger cannot be read), the override and the block that apply; charges nothing",
+        { "200": { description: "the explanation (DESIGN §15)" }, "400": problemResponse("invalid_request: `caller_key`"), "404": problemResponse("not_found: no such key or tenant"), ...COMMON_ERRORS },
+      ),
+    },
+    "/callers/{caller_key}/state": {
+      parameters: [explainCallerParam],
+      delete: op("Forget the caller's limiter state in this isolate, and in the ledger of each global limit (audited)", {
+        "200": { description: "reset" },
+        "400": problemResponse("invalid_request: `caller_key`"),
+        "404": problemResponse("not_found"),
+        ...WRITE_ERRORS,
+        "503": problemResponse("admin_disabled, admin_unavailable (D1 failed), or limits_unavailable (a global limit's ledger could not be reset: retry)"),
+      }),
     },
     "/blocks": {
       get: op("Blocks in creation order, with `active` (false once expired)", { "200": { description: "a page", content: jsonContent(ref("BlockPage")) }, "400": problemResponse("invalid_request"), ...COMMON_ERRORS }, { parameters: pageParams("a block id", MAX_PAGE, DEFAULT_PAGE) }),

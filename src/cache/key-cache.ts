@@ -7,7 +7,7 @@ import type { Config } from "../config";
 import type { TenantInfo } from "../context";
 import type { KeyLimits } from "../engine/resolve-limits";
 import type { Db } from "../db/client";
-import { findKeyByDigest } from "../db/keys";
+import { findKeyByDigest, type KeyRow } from "../db/keys";
 import { ReadThroughCache } from "./read-through-cache";
 import type { LimitScope } from "../engine/limit";
 import { compileStoredKeyLimits, compileStoredTenantLimits, parseStoredQuota } from "./stored-limits";
@@ -27,7 +27,11 @@ const NEGATIVE_SHARE = 0.25;
 
 async function loadKey(db: Db, digest: string, defaultScope: LimitScope): Promise<KeyRecord | null> {
   const row = await findKeyByDigest(db, digest);
-  if (row === null) return null;
+  return row === null ? null : keyRecordOf(row, digest, defaultScope);
+}
+
+/** A key row from D1 (joined with its tenant and org) compiled as the gateway admits it (a limit naming no scope takes `defaultScope`). */
+export function keyRecordOf(row: KeyRow, digest: string, defaultScope: LimitScope = "isolate"): KeyRecord {
   return {
     keyId: row.id,
     digest,

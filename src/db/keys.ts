@@ -28,9 +28,21 @@ export interface KeyRow {
  * cascade removes it.
  */
 export async function findKeyByDigest(db: Db, digest: string): Promise<KeyRow | null> {
-  const rows = await db
+  const rows = await gatewayKeyQuery(db).where(eq(apiKeys.digest, digest)).limit(1);
+  return rows[0] ?? null;
+}
+
+/** The same record by key id, with its digest (the limiter subject): for the admin API's explain and reset. */
+export async function findKeyById(db: Db, id: string): Promise<(KeyRow & { readonly digest: string }) | null> {
+  const rows = await gatewayKeyQuery(db).where(eq(apiKeys.id, id)).limit(1);
+  return rows[0] ?? null;
+}
+
+function gatewayKeyQuery(db: Db) {
+  return db
     .select({
       id: apiKeys.id,
+      digest: apiKeys.digest,
       tenant: apiKeys.tenant,
       expiresAt: apiKeys.expiresAt,
       revokedAt: apiKeys.revokedAt,
@@ -42,10 +54,7 @@ export async function findKeyByDigest(db: Db, digest: string): Promise<KeyRow | 
     })
     .from(apiKeys)
     .innerJoin(tenants, eq(tenants.slug, apiKeys.tenant))
-    .leftJoin(orgs, eq(orgs.slug, tenants.org))
-    .where(eq(apiKeys.digest, digest))
-    .limit(1);
-  return rows[0] ?? null;
+    .leftJoin(orgs, eq(orgs.slug, tenants.org));
 }
 
 /** The columns a listing shows: never the digest. */

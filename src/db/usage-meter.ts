@@ -1,6 +1,7 @@
 // Per-tenant monthly metering (DESIGN §6, issue 6 item 2): `requests`
-// (admitted requests), `bytes_in` (request body bytes forwarded) and
-// `bytes_stored` (the quota object's signed delta: + on commit, − on remove),
+// (admitted requests), `bytes_in` (request body bytes forwarded),
+// `bytes_stored` (the quota object's signed delta: + on commit, − on remove)
+// and `stream_seconds` (WebSocket streams held open, DESIGN §13),
 // per tenant and UTC calendar month. Each isolate sums deltas in memory and
 // writes them in the background (waitUntil) at most once per
 // usage.flush_interval_s, as upserts that ADD to usage_monthly.value, so two
@@ -18,7 +19,10 @@ import { usageMonthly } from "./schema";
 import { periodOf } from "./usage-monthly";
 import { errorName, log } from "../log/logger";
 
-/** `units:<category>`: what response-priced routes cost (DESIGN §14), in the category's units. */
+/**
+ * `stream_seconds`: how long the tenant's WebSocket streams stayed open (DESIGN §13), whole seconds, each stream rounded up.
+ * `units:<category>`: what response-priced routes cost (DESIGN §14), in the category's units.
+ */
 export type MeterMetric = "requests" | "bytes_in" | "bytes_stored" | "stream_seconds" | `units:${string}`;
 
 interface Pending {
@@ -212,10 +216,7 @@ export class UsageMeter {
   }
 }
 
-/** A meter of its own: a test's second "isolate", or a test that must not share the module's. */
+/** A meter of its own: a test's second "isolate". Each runtime holds one (src/runtime.ts). */
 export function createUsageMeter(): UsageMeter {
   return new UsageMeter();
 }
-
-/** The isolate's meter. Bounded by usage.max_pending (passed to `add`). */
-export const usageMeter = createUsageMeter();

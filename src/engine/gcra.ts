@@ -7,7 +7,8 @@
 // before it is earned back). Admitted: TAT = E + n·T. All arithmetic is in the
 // limit's own exact units (see limit.ts), so no rounding can flip a decision or
 // move a retry delay by a millisecond.
-import { ceilDiv, floorDiv, type LimiterTable } from "./limiter-table";
+import { ceilDiv, floorDiv } from "./exact-division";
+import type { LimiterTable } from "./limiter-table";
 import { MAX_COST, type Limit } from "./limit";
 
 /** One subject's spend in one category: `cost` units against each of `limits`. */
@@ -49,7 +50,7 @@ export interface Decision {
 const ALLOWED_UNMETERED: Decision = Object.freeze({ allowed: true, retryAfterMs: 0, deniedChargeIndex: -1, tightest: null });
 
 /** Whole cost-1 spends that still fit a state of TAT − t = relUnits: floor((B·T − (E − t)) / T), at least 0. */
-function remainingOf(limit: Limit, relUnits: number): number {
+export function remainingOf(limit: Limit, relUnits: number): number {
   const slackUnits = limit.toleranceUnits - relUnits;
   if (slackUnits <= 0) return 0;
   return limit.intervalUnits === 1 ? slackUnits : floorDiv(slackUnits, limit.intervalUnits);
@@ -64,7 +65,7 @@ function admitOne(table: LimiterTable, charge: Charge, limit: Limit, t: number, 
   table.hashKey(charge.subject, charge.category);
   const setHash = table.setHashOf(limit);
   const tag = table.tagOf(limit);
-  const slot = table.find(table.setBaseFor(setHash), tag);
+  const slot = table.find(setHash, tag);
   const preAheadMs = table.aheadMs(slot, t);
   const preDeficit = preAheadMs === 0 ? 0 : table.deficit(slot);
   const unitsPerMs = limit.unitsPerMs;
@@ -158,7 +159,7 @@ function decide(table: LimiterTable, charges: readonly Charge[], nowMs: number, 
         preDeficit = pPreDeficit[entry]!;
       } else {
         entry = entries++;
-        const slot = table.find(table.setBaseFor(setHash), tag);
+        const slot = table.find(setHash, tag);
         preAheadMs = table.aheadMs(slot, t);
         preDeficit = preAheadMs === 0 ? 0 : table.deficit(slot);
         pSetHash[entry] = setHash;

@@ -21,7 +21,7 @@
 // - debt / refund: a response-priced settlement (DESIGN §14), as
 //   src/proxy/response-cost-gcra.ts does it on the limiter table.
 import { MAX_COST, MAX_EXACT_UNITS, type Limit } from "./limit";
-import { ceilDiv, floorDiv } from "./limiter-table";
+import { ceilDiv, floorDiv } from "./exact-division";
 
 /** One limit's state: TAT = tatCeilMs − deficitUnits/unitsPerMs. Earned back (no state) when tatCeilMs <= now. */
 export interface GcraState {

@@ -35,6 +35,13 @@ export const BUILT_IN_LIMITS: CategoryDefaults = Object.freeze({
       { count: 200_000, window_s: 3600 },
     ]),
   }),
+  // Stream rent (DESIGN §13): at the default 60 s period this pays for 120
+  // streams held open for good; opening and closing streams spends it faster.
+  stream_rent: Object.freeze({
+    key: compileLimits([{ count: 120, window_s: 60 }]),
+    jwt: compileLimits([{ count: 120, window_s: 60 }]),
+    ip: compileLimits([{ count: 120, window_s: 60 }]),
+  }),
   admin: Object.freeze({ admin: compileLimits([{ count: 10, window_s: 1, burst: 20 }]) }),
   auth_failures: Object.freeze({ ip: compileLimits([{ count: 60, window_s: 60 }]) }),
 });
@@ -68,6 +75,28 @@ export function resolveLimits(category: string, kind: SubjectKind, sources: Limi
   const configured = own(sources.defaults, category)?.[kind];
   if (configured !== undefined) return configured;
   return own(BUILT_IN_LIMITS, category)?.[kind] ?? NO_LIMITS;
+}
+
+/** Where a subject's limits in a category come from (DESIGN §15's `source`). */
+export type LimitSource = "override" | "key" | "tenant" | "category" | "builtin";
+
+/**
+ * Which source resolveLimits takes its answer from, by the same precedence;
+ * null when none has an entry (nothing applies). For explain, not the hot
+ * path: resolveLimits itself allocates nothing.
+ */
+export function limitSourceOf(category: string, kind: SubjectKind, sources: LimitSources): LimitSource | null {
+  if ((kind === "key" || kind === "ip" || kind === "jwt") && own(sources.override, category) !== undefined) return "override";
+  if (kind === "key") {
+    if (own(sources.key, category) !== undefined) return "key";
+    if (own(sources.tenant, category)?.key !== undefined) return "tenant";
+  } else if (kind === "jwt") {
+    if (own(sources.tenant, category)?.jwt !== undefined) return "tenant";
+  } else if (kind === "tenant") {
+    if (own(sources.tenant, category)?.tenant !== undefined) return "tenant";
+  }
+  if (own(sources.defaults, category)?.[kind] !== undefined) return "category";
+  return own(BUILT_IN_LIMITS, category)?.[kind] !== undefined ? "builtin" : null;
 }
 
 /** The kind named by a subject's prefix (`key:…` → "key", `anonymous` → "anonymous"), or null for anything else. */

@@ -44,6 +44,8 @@ export interface RouteMatch {
 export interface RouteMatcher {
   /** The first route matching, or null. `path` is the URL's pathname (it starts with `/`). */
   match(method: string, path: string): RouteMatch | null;
+  /** Every category some route charges, once each, in config order (for explain). */
+  readonly categories: readonly string[];
 }
 
 export const CATEGORY_NAME = /^[a-z][a-z0-9_]{0,31}$/;
@@ -160,7 +162,9 @@ function matchPath(route: CompiledRoute, path: string, captured: string[]): bool
 export function compileRoutes(specs: readonly RouteSpec[]): RouteMatcher {
   const routes = specs.map(compileRoute);
   const captured: string[] = [];
+  const categories = [...new Set(routes.flatMap((route) => route.charges.map(([category]) => category)))];
   return {
+    categories,
     match(method: string, requestPath: string): RouteMatch | null {
       // A trailing slash is ignored ("/objects/x/" is "/objects/x"); "/" stays "/".
       const path = requestPath.length > 1 && requestPath.charCodeAt(requestPath.length - 1) === 47 ? requestPath.slice(0, -1) : requestPath;

@@ -3,7 +3,7 @@
 // result is the limiter's key, so every spelling of one client must map to one
 // string and a client must not be able to choose among several.
 
-import { type CidrSet, MAX_ADDRESS_CHARS, type ParsedAddress, cidrSetHas, parseIp } from "./cidr";
+import { type CidrSet, MAX_ADDRESS_CHARS, type ParsedAddress, cidrSetHas, parseIp } from "../engine/cidr";
 
 /**
  * The key for requests whose peer address is missing or unparsable. In

@@ -2,7 +2,7 @@
 // (the full address, for X-Forwarded-For and X-Real-IP) and x.clientKey (the
 // limiter's key: IPv4, or the IPv6 /64). Never refuses.
 import type { Exchange } from "../context";
-import type { CidrSet } from "./cidr";
+import type { CidrSet } from "../engine/cidr";
 import { canonicalKey, formatAddress, resolveClient } from "./client-address";
 
 export interface ClientAddressOptions {

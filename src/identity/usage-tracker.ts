@@ -124,5 +124,3 @@ export class UsageTracker {
   }
 }
 
-/** The isolate's tracker. Bounded by usage.max_pending. */
-export const usageTracker = new UsageTracker();

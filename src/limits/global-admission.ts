@@ -12,7 +12,8 @@
 import { admit, type Charge, type Decision, type HeaderFigures, wouldAdmit } from "../engine/gcra";
 import type { LeaseGroup, LeaseRef, Short } from "../engine/lease-book";
 import { type Limit, sameLimit } from "../engine/limit";
-import { ceilDiv, type LimiterTable } from "../engine/limiter-table";
+import { ceilDiv } from "../engine/exact-division";
+import type { LimiterTable } from "../engine/limiter-table";
 import type { GlobalLeases } from "./global-leases";
 
 export type GlobalOutcome =

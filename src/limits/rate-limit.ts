@@ -23,6 +23,7 @@ import type { Check, CheckResult } from "./check";
 import { contended, decideGlobal, type GlobalOutcome, type GlobalPlan, planGlobal } from "./global-admission";
 import type { GlobalLeases } from "./global-leases";
 import { rateLimitedResponse } from "./rate-limit-response";
+import { addOpenRent } from "./stream-charges";
 import { noteRefusal } from "./sustained";
 
 /** Asks of the ledger one request may wait for before it is refused as contended. */
@@ -157,10 +158,13 @@ export function rateLimit(options: RateLimitOptions): Check {
 
   return function rateLimitStep(x) {
     const route = x.route;
-    const responseCharge = route === null ? null : (responseCharges[route.index] ?? null);
+    // A WebSocket upgrade has no answer to price: its route's response_charge does not apply.
+    const responseCharge = route === null || x.upgrade ? null : (responseCharges[route.index] ?? null);
     const subjects = chargedSubjects(x.caller, defaults);
     const charges = chargesFor(subjects, route, responseCharge);
     const reserveFrom = charges.length - subjects.length;
+    // A WebSocket open also prepays its first period of stream rent (DESIGN §13), in the same all-or-nothing admission.
+    if (x.upgrade) addOpenRent(charges, subjects);
     const nowMs = x.startedAtMs;
     const plan = planGlobal(leases, charges, nowMs);
     if (plan === null) return conclude(x, admit(table, charges, nowMs), charges, reserveFrom, responseCharge, nowMs);

@@ -9,7 +9,6 @@
 import type { Exchange } from "../context";
 import type { Decision } from "../engine/gcra";
 import { type HeaderList, rateLimitHeaders } from "../engine/rate-limit-headers";
-import { usageMeter } from "../db/usage-meter";
 import { chargeDebt, refund, type SettleCharge, type SettledFigures } from "../proxy/response-cost-gcra";
 import type { CostResult } from "../proxy/response-cost-result";
 import { meteredUnits, settlementFor } from "../proxy/response-cost-settle";
@@ -24,7 +23,7 @@ export function settleResponseCharge(x: Exchange, result: CostResult, nowMs: num
   if (priced === null) return null;
   const { charge, reserved } = priced;
   const tenant = x.tenant;
-  if (tenant !== null) usageMeter.add(tenant.slug, `units:${charge.category}`, meteredUnits(charge.reserve, result), nowMs, usageMaxPending);
+  if (tenant !== null) x.runtime.meter.add(tenant.slug, `units:${charge.category}`, meteredUnits(charge.reserve, result), nowMs, usageMaxPending);
   const settlement = settlementFor(charge.reserve, result);
   if (settlement.kind === "none") return null;
   const table = x.runtime.limiter;

@@ -15,9 +15,7 @@
 // an answer nobody reads never finishes.
 import type { Exchange } from "../context";
 import { database } from "../db/client";
-import { usageMeter } from "../db/usage-meter";
 import { problem } from "../errors";
-import { usageTracker } from "../identity/usage-tracker";
 import { errorName, log } from "../log/logger";
 import { requestLogLine } from "../log/request-log";
 import { declaredLength } from "../proxy/content-length";
@@ -106,7 +104,7 @@ class Settlement {
     if (x.upload !== null || x.removal !== null) {
       this.#quotaResult = await settleQuota(x, this.#options.quota, ok);
       const delta = this.#quotaResult?.deltaBytes ?? 0;
-      if (delta !== 0) usageMeter.add(this.#quotaResult!.tenant, "bytes_stored", delta, x.runtime.now(), this.#options.usageMaxPending);
+      if (delta !== 0) x.runtime.meter.add(this.#quotaResult!.tenant, "bytes_stored", delta, x.runtime.now(), this.#options.usageMaxPending);
     }
     // A response-priced route: the cost from a header settles now (that
     // answer's RateLimit headers include it); from the body, once it has been
@@ -125,17 +123,20 @@ class Settlement {
     }
     this.#ready.fire();
     this.#after(origin.status, declaredLength(origin.headers), true);
-    const gone = clientGone(x.request);
+    // Whether the client actually went away (the signal firing), not whether it could.
+    let left = false;
+    const gone = clientGone(x.request)?.then(() => {
+      left = true;
+    });
     if (x.releaseSlot !== null) {
-      await (gone === null ? this.#delivered.promise : Promise.race([this.#delivered.promise, gone]));
+      await (gone === undefined ? this.#delivered.promise : Promise.race([this.#delivered.promise, gone]));
       x.releaseSlot();
+      if (left) this.#cancelAnswer();
     }
     if (costSettled !== null) {
       // A teed branch nobody reads would hold the origin's bytes: once the client is gone, let it go.
-      if (gone !== null) void gone.then(() => this.#cancelAnswer());
+      void gone?.then(() => this.#cancelAnswer());
       await costSettled;
-    } else if (gone !== null && x.releaseSlot !== null) {
-      this.#cancelAnswer();
     }
   }
 
@@ -186,11 +187,11 @@ class Settlement {
     const nowMs = x.runtime.now();
     const caller = x.caller;
     const tenant = x.tenant;
-    if (forwarded && caller.kind === "key") usageTracker.recordKeyUse(caller.keyId, x.clientAddress, nowMs, options.usageMaxPending, options.usageFlushIntervalMs);
+    if (forwarded && caller.kind === "key") x.runtime.keyUsage.recordKeyUse(caller.keyId, x.clientAddress, nowMs, options.usageMaxPending, options.usageFlushIntervalMs);
     if (forwarded && tenant !== null) {
-      usageMeter.add(tenant.slug, "requests", 1, nowMs, options.usageMaxPending);
+      x.runtime.meter.add(tenant.slug, "requests", 1, nowMs, options.usageMaxPending);
       const bytesIn = x.declaredBytes ?? 0;
-      if (bytesIn > 0) usageMeter.add(tenant.slug, "bytes_in", bytesIn, nowMs, options.usageMaxPending);
+      if (bytesIn > 0) x.runtime.meter.add(tenant.slug, "bytes_in", bytesIn, nowMs, options.usageMaxPending);
     }
     if (options.requestLog) log.raw(requestLogLine(x, status, bytesOut, nowMs));
     flushUsage(x, nowMs, options.usageFlushIntervalMs);
@@ -201,8 +202,8 @@ class Settlement {
 export function flushUsage(x: Exchange, nowMs: number, intervalMs: number): void {
   const db = () => database(x.env.DB);
   const later = (work: Promise<unknown>) => keepAlive(x.ctx, work);
-  usageTracker.maybeFlush(db, nowMs, intervalMs, later);
-  usageMeter.maybeFlush(db, nowMs, intervalMs, later);
+  x.runtime.keyUsage.maybeFlush(db, nowMs, intervalMs, later);
+  x.runtime.meter.maybeFlush(db, nowMs, intervalMs, later);
 }
 
 /** The gateway's own headers on an answer: rate limits, quota warning, shadow refusals. */

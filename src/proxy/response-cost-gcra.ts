@@ -21,7 +21,8 @@
 // For any real limit that is years of debt (100k tokens/min: 10^15 minutes).
 import type { HeaderFigures } from "../engine/gcra";
 import { MAX_COST, MAX_EXACT_UNITS, type Limit } from "../engine/limit";
-import { ceilDiv, floorDiv, type LimiterTable } from "../engine/limiter-table";
+import { ceilDiv, floorDiv } from "../engine/exact-division";
+import type { LimiterTable } from "../engine/limiter-table";
 
 /** One subject's settlement in one category: `units` (a whole number, 0..MAX_RESPONSE_COST) on each of `limits`. */
 export interface SettleCharge {
@@ -77,15 +78,17 @@ function settle(table: LimiterTable, settlements: readonly SettleCharge[], nowMs
       table.hashKey(settlement.subject, settlement.category);
       const setHash = table.setHashOf(limit);
       const tag = table.tagOf(limit);
-      const slot = table.find(table.setBaseFor(setHash), tag);
+      const slot = table.find(setHash, tag);
       const q = limit.unitsPerMs;
       const aheadMs = table.aheadMs(slot, t);
       const relUnits = aheadMs === 0 ? 0 : aheadMs * q - table.deficit(slot);
       const after = settlement.units === 0 || (relUnits === 0 && !createState) ? relUnits : move(relUnits, settlement.units, limit);
       if (after !== relUnits) {
         const resetMs = ceilDiv(after, q);
-        // resetMs 0 puts the state's end at now: the slot holds nothing from then on.
-        table.write(slot, setHash, tag, t, resetMs, resetMs * q - after);
+        // A refund down to now leaves no state: the slot is freed.
+        if (resetMs === 0) {
+          if (slot >= 0) table.forget(slot);
+        } else table.write(slot, setHash, tag, t, resetMs, resetMs * q - after);
       }
       const remaining = after >= limit.toleranceUnits ? 0 : floorDiv(limit.toleranceUnits - after, limit.intervalUnits);
       const resetMs = ceilDiv(after, q);

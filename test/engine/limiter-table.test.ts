@@ -56,6 +56,89 @@ describe("LimiterTable", () => {
     expect(table.earnedBackAtMs("key:fresh", "request", ONE_PER_10S[0]!, 4000)).toBe(14_000);
   });
 
+  it("forgets an incoming state earned back sooner than every live one, rather than free a caller limited for an hour", () => {
+    const table = new LimiterTable(ONE_SET_MIB, { seed: 1 });
+    const hourly = compileLimits([{ count: 1, window_s: 3600 }]);
+    const quick = compileLimits([{ count: 1000, window_s: 1 }]);
+    for (let i = 0; i < 4; i++) expect(spend(table, `ip:192.0.2.${i}`, 0, hourly).allowed).toBe(true);
+    // Earned back 1 ms later: the set's soonest state, so it is the one not kept.
+    expect(spend(table, "ip:198.51.100.1", 1000, quick)).toMatchObject({ allowed: true, tightest: { resetMs: 1 } });
+    for (let i = 0; i < 4; i++) expect(spend(table, `ip:192.0.2.${i}`, 1000, hourly)).toMatchObject({ allowed: false, retryAfterMs: 3_599_000 });
+    expect(table.earnedBackAtMs("ip:198.51.100.1", "request", quick[0]!, 1000)).toBeNull();
+    // An incoming state earned back later than one of them replaces the soonest.
+    expect(spend(table, `ip:192.0.2.0`, 3_600_000, hourly).allowed).toBe(true);
+    for (let i = 1; i < 4; i++) expect(table.earnedBackAtMs(`ip:192.0.2.${i}`, "request", hourly[0]!, 3_600_000)).toBeNull();
+  });
+
+  it("gives a key a second set: keys sharing both their sets hold eight live states, and only a ninth forgets one", () => {
+    // Two sets (128 bytes): every key's first set is one of them; a key whose tag is odd has the other as its second.
+    const table = new LimiterTable(128 / (1024 * 1024), { seed: 17 });
+    const hourly = compileLimits([{ count: 1, window_s: 3600 }]);
+    const both: string[] = [];
+    for (let i = 0; both.length < 9; i++) {
+      table.hashKey(`ip:192.0.2.${i}`, "request");
+      if (table.otherSetBase(table.setBaseOf(hourly[0]!), table.tagOf(hourly[0]!)) !== table.setBaseOf(hourly[0]!)) both.push(`ip:192.0.2.${i}`);
+    }
+    both.slice(0, 8).forEach((subject, i) => expect(spend(table, subject, i, hourly).allowed).toBe(true));
+    expect(table.liveEntries(8)).toBe(8);
+    for (let i = 0; i < 8; i++) expect(spend(table, both[i]!, 8, hourly)).toMatchObject({ allowed: false, retryAfterMs: 3_600_000 + i - 8 });
+    // The ninth is earned back last, so the state earned back soonest (the first) is forgotten.
+    expect(spend(table, both[8]!, 8, hourly).allowed).toBe(true);
+    expect(table.earnedBackAtMs(both[0]!, "request", hourly[0]!, 8)).toBeNull();
+    for (let i = 1; i < 9; i++) expect(table.earnedBackAtMs(both[i]!, "request", hourly[0]!, 8)).not.toBeNull();
+  });
+
+  it("moves a live state to its own other set to make room, rather than double the region", () => {
+    // 1 MiB starting at 8 sets (512 bytes): second sets lie within those 8.
+    const table = new LimiterTable(1, { seed: 23, activeStartBytes: 64 });
+    const hourly = compileLimits([{ count: 1, window_s: 3600 }]);
+    const limit = hourly[0]!;
+    let fresh = 0;
+    const find = (wanted: (first: number, other: number) => boolean) => {
+      for (;;) {
+        const subject = `ip:198.51.100.${fresh++}`;
+        table.hashKey(subject, "request");
+        const first = table.setBaseOf(limit) / 4;
+        if (wanted(first, table.otherSetBase(first * 4, table.tagOf(limit)) / 4)) return subject;
+      }
+    };
+    expect(table.activeBytes).toBe(512);
+    // Set 0 full of keys whose second set is 2..5 (empty); set 1 full of keys whose second set is 0.
+    const movable = [2, 3, 4, 5].map((other) => find((f, o) => f === 0 && o === other));
+    const stuck = [0, 1, 2, 3].map(() => find((f, o) => f === 1 && o === 0));
+    // A key whose two sets are 0 and 1, both full: one of set 0's states moves to its second set.
+    const last = find((f, o) => f === 0 && o === 1);
+    const subjects = [...movable, ...stuck, last];
+    subjects.forEach((subject, i) => expect(spend(table, subject, i, hourly).allowed).toBe(true));
+    expect(table.activeBytes).toBe(512);
+    expect(table.liveEntries(9)).toBe(9);
+    subjects.forEach((subject, i) => expect(table.earnedBackAtMs(subject, "request", limit, 9)).toBe(3_600_000 + i));
+  });
+
+  it("keeps 100k live callers in a 4 MiB part of a 16 MiB table, none forgotten", () => {
+    const table = new LimiterTable(16, { seed: 29 });
+    const hourly = compileLimits([{ count: 10, window_s: 3600 }]);
+    for (let i = 0; i < 100_000; i++) spend(table, `ip:10.${i >> 16}.${(i >> 8) & 255}.${i & 255}`, 0, hourly);
+    expect(table.liveEntries(0)).toBe(100_000);
+    expect(table.activeBytes).toBeLessThanOrEqual(4 * 1024 * 1024);
+  });
+
+  it("tells subjects apart by every character, except a key digest by its first 16 hex digits (64 bits)", () => {
+    const table = new LimiterTable(1, { seed: 31 });
+    const digest = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08";
+    const lastChanged = (subject: string) => `${subject.slice(0, -1)}${subject.endsWith("0") ? "1" : "0"}`;
+    // 68 characters like a key subject, but not one: every character counts.
+    for (const subject of [`tenant:${digest.slice(0, 61)}`, `kex:${digest}`, `key:${digest}x`, `ip:${digest}`]) {
+      expect(spend(table, subject, 0).allowed).toBe(true);
+      expect(spend(table, lastChanged(subject), 0).allowed).toBe(true);
+      expect(spend(table, subject, 0).allowed).toBe(false);
+    }
+    expect(spend(table, `key:${digest}`, 0).allowed).toBe(true);
+    expect(spend(table, `key:${digest.slice(0, 15)}0${digest.slice(16)}`, 0).allowed).toBe(true);
+    // A SHA-256 digest is uniform, and nobody can choose a key whose digest starts like another's.
+    expect(spend(table, `key:${lastChanged(digest)}`, 0).allowed).toBe(false);
+  });
+
   it("counts an entry whose TAT is not after now as empty", () => {
     const table = new LimiterTable(ONE_SET_MIB, { seed: 1 });
     spend(table, "ip:198.51.100.1", 0);
@@ -138,7 +221,7 @@ describe("LimiterTable", () => {
     expect(table.activeBytes).toBe(256 * 1024);
   });
 
-  it("never replaces an entry with a later TAT while one earned back sooner is there, under a flood of fresh keys into one set", () => {
+  it("forgets only the state earned back soonest, the incoming one included, under a flood of fresh keys into one set", () => {
     const limitArb = fc.constantFrom(...[1, 2, 5, 30, 600].map((windowS) => compileLimits([{ count: 1, window_s: windowS, burst: 3 }])));
     fc.assert(
       fc.property(fc.array(fc.record({ advanceMs: fc.integer({ min: 0, max: 2000 }), limits: limitArb, cost: fc.integer({ min: 1, max: 3 }) }), { minLength: 1, maxLength: 60 }), (flood) => {
@@ -150,13 +233,28 @@ describe("LimiterTable", () => {
           const tatOf = (k: { subject: string; limits: readonly Limit[] }) => table.earnedBackAtMs(k.subject, "request", k.limits[0]!, nowMs);
           const before = known.map(tatOf);
           const subject = `ip:203.0.113.${i}`;
-          expect(spend(table, subject, nowMs, limits, cost).allowed).toBe(true);
+          const decision = spend(table, subject, nowMs, limits, cost);
+          expect(decision.allowed).toBe(true);
+          const incomingMs = nowMs + decision.tightest!.resetMs;
+          const kept = tatOf({ subject, limits });
           const after = known.map(tatOf);
           const liveBefore = before.filter((v): v is number => v !== null);
+          const lost = known.filter((_, k) => before[k] !== null && after[k] === null).length;
+          expect(lost).toBeLessThanOrEqual(1);
+          if (kept === null) {
+            // Dropped: the set was full and nothing in it is earned back sooner than the incoming state.
+            expect(liveBefore.length).toBe(4);
+            expect(lost).toBe(0);
+            expect(incomingMs).toBeLessThanOrEqual(Math.min(...liveBefore));
+          } else {
+            expect(kept).toBe(incomingMs);
+          }
           for (let k = 0; k < known.length; k++) {
-            const lost = before[k] !== null && after[k] === null;
-            // Whatever was replaced was earned back no later than every entry still there.
-            if (lost) expect(before[k]).toBe(Math.min(...liveBefore));
+            // Whatever was replaced was earned back no later than every entry still there, and before the incoming one.
+            if (before[k] !== null && after[k] === null) {
+              expect(before[k]).toBe(Math.min(...liveBefore));
+              expect(before[k]).toBeLessThan(incomingMs);
+            }
           }
           known.push({ subject, limits });
           expect(table.liveEntries(nowMs)).toBeLessThanOrEqual(4);

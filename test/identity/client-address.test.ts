@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { type CidrSet, EMPTY_CIDR_SET, cidrSetHas, parseCidrs, parseIp } from "../../src/identity/cidr";
+import { type CidrSet, EMPTY_CIDR_SET, cidrSetHas, parseCidrs, parseIp } from "../../src/engine/cidr";
 import { MAX_XFF_ENTRIES, canonicalKey, formatAddress, resolveClient, resolveClientAddress } from "../../src/identity/client-address";
 import { mulberry32 } from "./prng";
 
@@ -142,11 +142,12 @@ describe("resolveClientAddress", () => {
   });
 
   it("answers a header of a million entries without reading it all", () => {
-    const huge = Array.from({ length: 1_000_000 }, () => "10.1.1.1").join(",");
-    const started = performance.now();
+    // Every entry but the last MAX_XFF_ENTRIES is garbage: an answer at all
+    // shows they were never parsed (a garbage entry met would stop the scan
+    // and give the peer), so the work is bounded by the cap, not the header.
+    const read = Array.from({ length: MAX_XFF_ENTRIES }, () => "10.1.1.1");
+    const huge = [...Array.from({ length: 1_000_000 }, () => "not-an-address"), ...read].join(",");
     expect(resolveClientAddress("10.0.0.1", huge, TRUSTED)).toBe("10.1.1.1");
-    // Loose: the point is that it is not proportional to the entry count.
-    expect(performance.now() - started).toBeLessThan(1000);
   });
 
   it("stops at a single enormous entry", () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { type CidrSet, type ParsedAddress, parseCidrs, parseIp } from "../../src/identity/cidr";
+import { type CidrSet, type ParsedAddress, parseCidrs, parseIp } from "../../src/engine/cidr";
 import { canonicalKey, resolveClientAddress } from "../../src/identity/client-address";
 import { mulberry32 } from "./prng";
 

@@ -177,9 +177,21 @@ describe("forwarding to the origin", () => {
     expect(res.headers.get("x-ratelimit-limit")).toBeNull();
   });
 
-  it("passes everything through in mode off", async () => {
-    const res = await callGateway(gatewayRequest("/off", { ip: "203.0.113.17" }), OPEN);
-    expect(res.status).toBe(200);
+  it("passes everything through in mode off: no credential needed, nothing charged, no limit headers", async () => {
+    // A config that would refuse all of these in enforce mode.
+    const off = { TOLLGATE: { mode: "off", anonymous: "deny", categories: { request: { limits: { ip: [{ count: 1, window_s: 3600 }] } } } } };
+    const tag = unique("off");
+    for (let i = 0; i < 3; i++) {
+      const res = await callGateway(gatewayRequest("/off", { ip: "203.0.113.17", headers: { "x-test-tag": tag, authorization: "Bearer tg_not_a_real_key" } }), off);
+      expect(res.status).toBe(200);
+      expect(res.headers.get("ratelimit")).toBeNull();
+      expect(res.headers.get("x-ratelimit-remaining")).toBeNull();
+      await res.arrayBuffer();
+    }
+    const seenByOrigin = await originLog(tag);
+    expect(seenByOrigin).toHaveLength(3);
+    // Forwarded as sent, the credential included.
+    expect(seenByOrigin[0]!.headers.authorization).toBe("Bearer tg_not_a_real_key");
   });
 });
 

@@ -8,8 +8,8 @@ import { ledgerStandingOf, resetLedger } from "../../src/durable/ledger-client";
 import { boundUnits, leaseMsFor } from "../../src/engine/lease-book";
 import { compileLimit, type LimitSpec } from "../../src/engine/limit";
 import { rateLimit } from "../../src/limits/rate-limit";
-import { clockedGateway, exchangeFor, gatewayRequest, problemOf, unique, uniqueIp } from "../helpers";
-import { createTenant, mintKey, testConfig } from "./admin-helpers";
+import { callGateway, clockedGateway, exchangeFor, gatewayRequest, problemOf, unique, uniqueIp } from "../helpers";
+import { adminCall, createTenant, jsonOf, mintKey, testConfig } from "./admin-helpers";
 
 afterEach(() => {
   vi.restoreAllMocks();
@@ -238,5 +238,47 @@ describe("response-priced charges on a global limit", () => {
     const limit = compileLimit({ count: 100, window_s: 60, scope: "global" });
     // The reserve of 10 was leased, and the other 15 charged on the ledger: 75 left.
     expect(await ledgerStandingOf(env.LIMIT_LEDGER, `key:${digest}`, "tokens", [limit], gateway.clock.nowMs)).toEqual([{ limit, remaining: 75, resetMs: 15_000 }]);
+  });
+});
+
+describe("explain and reset (GET /callers, DELETE /callers/…/state)", () => {
+  const CONFIG = ipConfig([
+    { count: 5, window_s: 60 },
+    { count: 10, window_s: 60, scope: "global" },
+  ]);
+
+  interface Explained {
+    limits: { category: string; subject: string; scope: string; limit: { count: number }; remaining: number | null; reset_ms: number | null; ledger_error?: boolean }[];
+  }
+
+  it("shows a global limit's scope and the ledger's standing, and reset forgets the ledger's state too", async () => {
+    const ip = uniqueIp();
+    for (let i = 0; i < 3; i++) expect((await callGateway(get(ip), { TOLLGATE: CONFIG }, { settle: true })).status).toBe(200);
+    const explained = await jsonOf<Explained>(await adminCall("GET", `/callers/ip:${ip}`, CONFIG), 200);
+    const own = explained.limits.filter((l) => l.category === "request" && l.subject === "ip");
+    expect(own.map((l) => [l.scope, l.limit.count])).toEqual([
+      ["isolate", 5],
+      ["global", 10],
+    ]);
+    // Three single exact spends (no demand yet to size a lease by): the ledger has 7 left.
+    expect(own[1]).toMatchObject({ remaining: 7 });
+    expect(own[1]!.reset_ms).toBeGreaterThan(17_000);
+    const reset = await adminCall("DELETE", `/callers/ip:${ip}/state`, CONFIG);
+    expect(await jsonOf(reset, 200)).toMatchObject({ caller: `ip:${ip}`, reset: true, states_held: 1, ledger_states_held: 1 });
+    const after = await jsonOf<Explained>(await adminCall("GET", `/callers/ip:${ip}`, CONFIG), 200);
+    expect(after.limits.filter((l) => l.category === "request" && l.subject === "ip").map((l) => l.remaining)).toEqual([5, 10]);
+  });
+
+  it("says ledger_error in explain, and answers reset 503 limits_unavailable, when the ledger cannot be reached", async () => {
+    const broken = ledgerNamespace("fail");
+    vi.spyOn(console, "warn").mockImplementation(() => {});
+    const ip = uniqueIp();
+    const explained = await jsonOf<Explained>(await adminCall("GET", `/callers/ip:${ip}`, CONFIG, { env: { LIMIT_LEDGER: broken.ns } }), 200);
+    expect(explained.limits.find((l) => l.scope === "global")).toMatchObject({ remaining: null, reset_ms: null, ledger_error: true });
+    expect(explained.limits.find((l) => l.scope === "isolate" && l.subject === "ip")).toMatchObject({ remaining: 5 });
+    const reset = await adminCall("DELETE", `/callers/ip:${ip}/state`, CONFIG, { env: { LIMIT_LEDGER: broken.ns } });
+    expect(reset.status).toBe(503);
+    expect(reset.headers.get("retry-after")).toBe("1");
+    expect(await problemOf(reset)).toMatchObject({ code: "limits_unavailable" });
   });
 });

@@ -1,4 +1,7 @@
+import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import worker from "../../src/index";
 import { callGateway, eventually, gatewayRequest, originLog, problemOf, runtimeOf, unique } from "../helpers";
 import { createTenant, mintKey, testConfig } from "./admin-helpers";
 
@@ -107,5 +110,18 @@ describe("in-flight limits", () => {
     // Key a: 2 of 3; key b: 2 of 3 (tenant t1 now at 4); key c: refused (tenant full); key d (t2): 2 of 2.
     expect(statuses).toEqual([200, 200, 429, 200, 200, 429, 429, 200, 200]);
     await drain(batch.filter((r) => r.status === 200));
+  });
+
+  it("leaves a small answer whole for a client that reads it only after the background work is done", async () => {
+    // Regression: the settlement once cancelled the answer of every request
+    // that had a request.signal, as if its client had gone.
+    const tenant = unique("late-reader");
+    await createTenant(CONFIG, tenant);
+    const { key } = await mintKey(CONFIG, tenant);
+    const ctx = createExecutionContext();
+    const res = await worker.fetch(gatewayRequest("/small", { ip: "198.51.100.64", headers: { authorization: `Bearer ${key}`, "x-origin-body-bytes": "100" } }) as never, { ...env, TOLLGATE: CONFIG } as never, ctx);
+    await waitOnExecutionContext(ctx);
+    expect(res.status).toBe(200);
+    expect((await res.arrayBuffer()).byteLength).toBe(100);
   });
 });

@@ -36,8 +36,16 @@ describe("when D1 fails", () => {
   });
 
   it("admits anonymous callers with the configured defaults when the override snapshot cannot load", async () => {
-    const response = await callGateway(gatewayRequest("/anon", { ip: uniqueIp() }), { TOLLGATE: CONFIG, DB: failingDb() });
-    expect(response.status).toBe(200);
+    const ip = uniqueIp();
+    // An override for this address exists in D1, but D1 is down: the configured default (2 per hour) applies.
+    await jsonOf(await adminCall("PUT", `/overrides/ip:${ip}`, CONFIG, { body: { limits: { request: [{ count: 50, window_s: 3600 }] } } }), 201);
+    const defaults = { ...CONFIG, categories: { ...(CONFIG.categories as object), request: { limits: { ip: [{ count: 2, window_s: 3600 }] } } } };
+    const call = () => callGateway(gatewayRequest("/anon", { ip }), { TOLLGATE: defaults, DB: failingDb() });
+    const first = await call();
+    expect(first.status).toBe(200);
+    expect(first.headers.get("ratelimit-policy")).toBe('"request-ip-3600s";q=2;w=3600');
+    expect((await call()).status).toBe(200);
+    expect((await call()).status).toBe(429);
   });
 
   it("refuses admin writes with 503 admin_unavailable and leaves nothing half-written", async () => {

@@ -1,7 +1,7 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { sha256Hex } from "../../src/utils/crypto";
-import { callGateway, gatewayRequest, originLog, problemOf, unique, uniqueIp } from "../helpers";
+import { callGateway, clockedGateway, gatewayRequest, originLog, problemOf, unique, uniqueIp } from "../helpers";
 import { adminCall, createTenant, jsonOf, keyedCall, mintKey, sleep, testConfig } from "./admin-helpers";
 
 const CONFIG = testConfig({ usage: { flush_interval_s: 0.05 } });
@@ -55,10 +55,14 @@ describe("managed keys through the gateway", () => {
   it("refuses a key after its expiry with credential_expired", async () => {
     const tenant = unique("exp");
     await createTenant(CONFIG, tenant);
-    const minted = await mintKey(CONFIG, tenant, { name: "short", expires_at: new Date(Date.now() + 1_000).toISOString() });
-    expect((await keyedCall(minted.key, "/x", CONFIG)).status).toBe(200);
-    await sleep(1_100);
-    const refused = await keyedCall(minted.key, "/x", CONFIG);
+    const expiresAtMs = Date.now() + 3_600_000;
+    const minted = await mintKey(CONFIG, tenant, { name: "short", expires_at: new Date(expiresAtMs).toISOString() });
+    // The gateway's clock is the test's: 1 ms before the expiry, then at it.
+    const gateway = clockedGateway(CONFIG, {}, expiresAtMs - 1);
+    const call = () => gateway.call(gatewayRequest("/x", { ip: uniqueIp(), headers: { authorization: `Bearer ${minted.key}` } }));
+    expect((await call()).status).toBe(200);
+    gateway.clock.nowMs += 1;
+    const refused = await call();
     expect(refused.status).toBe(401);
     expect((await problemOf(refused)).code).toBe("credential_expired");
   });

@@ -1,8 +1,7 @@
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { database } from "../../src/db/client";
-import { usageMeter } from "../../src/db/usage-meter";
-import { callGateway, clockedGateway, gatewayRequest, unique, uniqueIp } from "../helpers";
+import { callGateway, clockedGateway, gatewayRequest, runtimeOf, unique, uniqueIp } from "../helpers";
 import { adminCall, createTenant, jsonOf, mintKey, testConfig } from "./admin-helpers";
 
 const BIG = [{ count: 1_000_000, window_s: 1 }];
@@ -55,7 +54,7 @@ describe("metering", () => {
     await callGateway(gatewayRequest("/read", { ip: "198.51.100.81", headers: { authorization: "Bearer tg_nope_nope" } }), { TOLLGATE: CONFIG }, { settle: true });
     await callGateway(gatewayRequest("/read", { ip: "198.51.100.80", headers: auth }), { TOLLGATE: CONFIG }, { settle: true });
     // The meter flushes at most once per interval, on a later request; drain what the last one added.
-    await usageMeter.flushNow(database(env.DB), Date.now());
+    await runtimeOf(CONFIG).meter.flushNow(database(env.DB), Date.now());
     expect(await monthly(tenant)).toEqual({ requests: 9, bytes_in: 500, bytes_stored: 200 });
     const usage = await jsonOf<Record<string, unknown>>(await adminCall("GET", `/tenants/${tenant}/usage`, CONFIG), 200);
     expect(usage.requests_this_month).toBe(9);

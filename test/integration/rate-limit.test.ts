@@ -1,28 +1,29 @@
-import { describe, expect, it } from "vitest";
-import { callGateway, gatewayRequest, originLog, problemOf, unique, uniqueIp } from "../helpers";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { callGateway, clockedGateway, gatewayRequest, originLog, problemOf, unique, uniqueIp } from "../helpers";
 
 function limited(count: number, windowS: number, extra: Record<string, unknown> = {}) {
   return { TOLLGATE: { categories: { request: { limits: { ip: [{ count, window_s: windowS }] } } }, ...extra } };
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+afterEach(() => {
+  vi.restoreAllMocks();
+});
 
 describe("rate limits for anonymous callers, by address", () => {
   it("admits exactly the burst, then answers 429 rate_limited with Retry-After and retry_after_ms", async () => {
-    const env = limited(5, 60);
+    const gateway = clockedGateway(limited(5, 60).TOLLGATE);
     const ip = uniqueIp();
     const statuses: number[] = [];
-    for (let i = 0; i < 5; i++) statuses.push((await callGateway(gatewayRequest("/burst", { ip }), env)).status);
+    for (let i = 0; i < 5; i++) statuses.push((await gateway.call(gatewayRequest("/burst", { ip }))).status);
     expect(statuses).toEqual([200, 200, 200, 200, 200]);
-    const denied = await callGateway(gatewayRequest("/burst", { ip }), env);
+    gateway.clock.nowMs += 1;
+    const denied = await gateway.call(gatewayRequest("/burst", { ip }));
     expect(denied.status).toBe(429);
     const body = await problemOf(denied);
     expect(body).toMatchObject({ code: "rate_limited", status: 429, category: "request", type: "https://tollgate.dev/problems/rate_limited" });
-    const retryMs = body.retry_after_ms as number;
-    // One request is earned back every 12 s; a few ms have passed since the first.
-    expect(retryMs).toBeGreaterThan(11_000);
-    expect(retryMs).toBeLessThanOrEqual(12_000);
-    expect(denied.headers.get("retry-after")).toBe(String(Math.ceil(retryMs / 1000)));
+    // One request is earned back every 12 s, and 1 ms has passed since the first: 11,999 ms.
+    expect(body.retry_after_ms).toBe(11_999);
+    expect(denied.headers.get("retry-after")).toBe("12");
     // Nothing in the answer names the caller.
     expect(JSON.stringify(body)).not.toContain(ip);
     for (const [, value] of denied.headers) expect(value).not.toContain(ip);
@@ -39,23 +40,24 @@ describe("rate limits for anonymous callers, by address", () => {
 
   it("admits again after the delay it gave, and not before (Retry-After is sufficient and tight)", async () => {
     // 2 per 600 ms: one request earned back every 300 ms.
-    const env = limited(2, 0.6);
+    const gateway = clockedGateway(limited(2, 0.6).TOLLGATE);
     const ip = uniqueIp();
-    expect((await callGateway(gatewayRequest("/tight", { ip }), env)).status).toBe(200);
-    expect((await callGateway(gatewayRequest("/tight", { ip }), env)).status).toBe(200);
-    const denied = await callGateway(gatewayRequest("/tight", { ip }), env);
+    expect((await gateway.call(gatewayRequest("/tight", { ip }))).status).toBe(200);
+    gateway.clock.nowMs += 40;
+    expect((await gateway.call(gatewayRequest("/tight", { ip }))).status).toBe(200);
+    gateway.clock.nowMs += 70;
+    const denied = await gateway.call(gatewayRequest("/tight", { ip }));
     expect(denied.status).toBe(429);
+    // The first spend is earned back 300 ms after it, 190 ms from now.
     const retryMs = (await problemOf(denied)).retry_after_ms as number;
-    expect(retryMs).toBeGreaterThan(200);
-    expect(retryMs).toBeLessThanOrEqual(300);
-    // Well before the delay: still denied, and the denial charged nothing.
-    await sleep(Math.max(0, retryMs - 150));
-    const early = await callGateway(gatewayRequest("/tight", { ip }), env);
+    expect(retryMs).toBe(190);
+    // 1 ms before the delay: still denied, with 1 ms to go (the denial charged nothing).
+    gateway.clock.nowMs += retryMs - 1;
+    const early = await gateway.call(gatewayRequest("/tight", { ip }));
     expect(early.status).toBe(429);
-    const earlyMs = (await problemOf(early)).retry_after_ms as number;
-    expect(earlyMs).toBeLessThanOrEqual(150);
-    await sleep(earlyMs + 5);
-    expect((await callGateway(gatewayRequest("/tight", { ip }), env)).status).toBe(200);
+    expect((await problemOf(early)).retry_after_ms).toBe(1);
+    gateway.clock.nowMs += 1;
+    expect((await gateway.call(gatewayRequest("/tight", { ip }))).status).toBe(200);
   });
 
   it("puts RateLimit and X-RateLimit headers on admitted and refused responses", async () => {
@@ -113,14 +115,26 @@ describe("rate limits for anonymous callers, by address", () => {
     expect((await callGateway(gatewayRequest("/agg", { ip: uniqueIp() }), env)).status).toBe(429);
   });
 
-  it("forwards in shadow mode and marks what it would have refused", async () => {
-    const env = limited(1, 60, { mode: "shadow" });
+  it("forwards in shadow mode, marks and logs what it would have refused, and charges nothing for it", async () => {
+    const config = limited(1, 60, { mode: "shadow", request_log: true }).TOLLGATE;
+    const gateway = clockedGateway(config);
     const ip = uniqueIp();
-    expect((await callGateway(gatewayRequest("/shadow", { ip }), env)).headers.get("tollgate-shadow")).toBeNull();
-    const over = await callGateway(gatewayRequest("/shadow", { ip }), env);
-    expect(over.status).toBe(200);
-    expect(over.headers.get("tollgate-shadow")).toBe("rate_limited");
-    expect(over.headers.get("x-ratelimit-remaining")).toBe("0");
+    const lines: string[] = [];
+    vi.spyOn(console, "log").mockImplementation((line: unknown) => void lines.push(String(line)));
+    const first = await gateway.call(gatewayRequest("/shadow", { ip }), { settle: true });
+    expect(first.headers.get("tollgate-shadow")).toBeNull();
+    const tag = unique("shadow");
+    for (let i = 0; i < 3; i++) {
+      const over = await gateway.call(gatewayRequest("/shadow", { ip, headers: { "x-test-tag": tag } }), { settle: true });
+      expect(over.status).toBe(200);
+      expect(over.headers.get("tollgate-shadow")).toBe("rate_limited");
+      // A refusal charges nothing: the state stays at the first request's, 0 left and 60 s to go.
+      expect(over.headers.get("x-ratelimit-remaining")).toBe("0");
+      expect(over.headers.get("ratelimit")).toBe('"request-ip-60s";r=0;t=60');
+    }
+    expect(await originLog(tag)).toHaveLength(3);
+    const decisions = lines.map((line) => JSON.parse(line) as { event?: string; decision?: string }).filter((l) => l.event === "request").map((l) => l.decision);
+    expect(decisions).toEqual(["admitted", "shadow:rate_limited", "shadow:rate_limited", "shadow:rate_limited"]);
   });
 
   it("charges nothing in mode off", async () => {
@@ -133,11 +147,17 @@ describe("rate limits for anonymous callers, by address", () => {
     }
   });
 
-  it("keys IPv6 callers by their /64", async () => {
+  it("keys IPv6 callers by their /64, and a neighbouring /64 is another caller", async () => {
     const env = limited(1, 60);
-    const prefix = `2001:db8:${(Math.random() * 0xffff) >>> 0}:${(Math.random() * 0xffff) >>> 0}`;
+    const group = () => ((Math.random() * 0xfffe) >>> 0).toString(16);
+    const [a, b] = [group(), group()];
+    const prefix = `2001:db8:${a}:${b}`;
+    const next = `2001:db8:${a}:${(parseInt(b, 16) + 1).toString(16)}`;
     expect((await callGateway(gatewayRequest("/v6", { ip: `${prefix}::1` }), env)).status).toBe(200);
-    expect((await callGateway(gatewayRequest("/v6", { ip: `${prefix}:ffff::2` }), env)).status).toBe(429);
+    // Same /64, another interface id: the same caller, refused.
+    expect((await callGateway(gatewayRequest("/v6", { ip: `${prefix}:ffff:ffff:ffff:2` }), env)).status).toBe(429);
+    // The neighbouring /64: another caller, admitted.
+    expect((await callGateway(gatewayRequest("/v6", { ip: `${next}::1` }), env)).status).toBe(200);
   });
 });
 

@@ -110,9 +110,8 @@ describe("a cost in a response header", () => {
     const gateway = clockedGateway(CONFIG, {}, Date.now());
     await gateway.call(chat(key, { "x-origin-usage-header": "33" }), { settle: true });
     await gateway.call(chat(key), { settle: true }); // no cost found: the reserve (10) is what it cost
-    const { usageMeter } = await import("../../src/db/usage-meter");
     const { database } = await import("../../src/db/client");
-    await usageMeter.flushNow(database(env.DB), gateway.clock.nowMs);
+    await gateway.runtime.meter.flushNow(database(env.DB), gateway.clock.nowMs);
     const row = await env.DB.prepare("SELECT value FROM usage_monthly WHERE tenant = ? AND metric = 'units:tokens'").bind(tenant).first<{ value: number }>();
     expect(row?.value).toBe(43);
   });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { type CidrSet, EMPTY_CIDR_SET, cidrSetHas, parseCidrs, parseIp } from "../../src/identity/cidr";
+import { type CidrSet, EMPTY_CIDR_SET, cidrSetHas, parseCidrs, parseIp } from "../../src/engine/cidr";
 
 function set(list: readonly string[]): CidrSet {
   const r = parseCidrs(list);

@@ -74,4 +74,24 @@ describe("UsageTracker", () => {
     await settle();
     expect(await getKey(db, id)).toMatchObject({ useCount: 2 });
   });
+
+  it("stays within max_pending when a failed flush's keys are put back (issue 10 item 14)", async () => {
+    const tracker = new UsageTracker();
+    const { waitUntil, settle } = collector();
+    const t0 = Date.UTC(2031, 6, 1);
+    // Two keys pending, then a flush that fails.
+    tracker.recordKeyUse("old-1", "a", t0, 2, INTERVAL_MS);
+    tracker.recordKeyUse("old-2", "a", t0, 2, INTERVAL_MS);
+    let release!: () => void;
+    const slowFailure = new Promise<void>((resolve) => (release = resolve));
+    const failing = { batch: async () => { await slowFailure; throw new Error("D1 down"); } } as unknown as ReturnType<typeof database>;
+    expect(tracker.maybeFlush(() => failing, t0 + INTERVAL_MS, INTERVAL_MS, waitUntil)).toBe(true);
+    // While it is being written, two new keys fill the accumulator again.
+    tracker.recordKeyUse("new-1", "a", t0 + INTERVAL_MS, 2, INTERVAL_MS);
+    tracker.recordKeyUse("new-2", "a", t0 + INTERVAL_MS, 2, INTERVAL_MS);
+    release();
+    await settle();
+    // The failed keys do not push it past its bound: they are dropped and counted.
+    expect(tracker.stats).toMatchObject({ pending: 2, dropped: 2, failedFlushes: 1 });
+  });
 });

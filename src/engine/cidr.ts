@@ -1,5 +1,6 @@
 // IP address parsing and CIDR sets: the pieces the client-address resolver
-// (client-address.ts) and the trusted_proxies config are built from.
+// (identity/client-address.ts) and the trusted_proxies config are built from.
+// Pure parsing, so it sits in the engine, below config.ts and identity/.
 //
 // Everything here runs on every request, so the parsers are hand-written
 // single passes over the characters: no regular expressions (no backtracking
