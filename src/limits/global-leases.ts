@@ -50,9 +50,13 @@ export class GlobalLeases {
 
   /**
    * The ask for `group`'s `shorts`, or the one already in flight: resolves
-   * (never rejects) once its answer is applied to the book. A failed call, or
-   * a lease that arrives already dead (the ledger took longer than L), marks
-   * the group's ledger down for LEDGER_RETRY_MS.
+   * (never rejects) once its answer is applied to the book. A failed call
+   * marks the group's ledger down for LEDGER_RETRY_MS. A lease that arrives
+   * already dead (the ledger took longer than L to answer) is not a failure:
+   * the waiting requests ask again, and are refused as contended when every
+   * round comes back too late — a slow ledger must not turn a global limit
+   * into a per-isolate one. L should exceed the ledger's round trip
+   * (`global.min_lease_ms`).
    */
   flight(ns: LedgerNamespace, ctx: Background | null, group: LeaseGroup, shorts: readonly Short[]): Promise<void> {
     const running = this.#flights.get(group);
@@ -79,8 +83,7 @@ export class GlobalLeases {
     const nowMs = this.#now();
     this.book.answered(ask, reply, nowMs, holdMs);
     if (reply.status === "granted" && ask.items.some((item) => nowMs >= ask.askedAtMs + item.slot.leaseMs)) {
-      log.warn("ledger_unavailable", { error: "lease_dead_on_arrival" });
-      this.book.failed(ask.group, nowMs);
+      log.warn("ledger_slow", { answered_after_ms: nowMs - ask.askedAtMs });
     }
   }
 

@@ -246,7 +246,6 @@ export function simulate(p: SimParams): SimResult {
         iso.book.answered(event.ask, event.reply, atMs, (slot) => Math.ceil(slot.leaseMs / 4));
         if (event.reply.status === "granted") {
           event.ask.items.forEach((item, n) => iso.leaseOf.get(item.slot)!.set(item.slot.serial, event.records[n]!));
-          if (event.ask.items.some((item) => atMs >= event.ask.askedAtMs + item.slot.leaseMs)) iso.book.failed(iso.group, atMs);
         }
         const waiters = iso.flight?.waiters ?? [];
         iso.flight = null;

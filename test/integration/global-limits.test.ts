@@ -24,8 +24,8 @@ function get(ip: string, path = "/things"): Request {
   return gatewayRequest(path, { ip });
 }
 
-/** LIMIT_LEDGER behind a proxy that counts the RPC calls made on its stubs, or throws on every one. */
-function ledgerNamespace(mode: "count" | "fail" = "count"): { ns: DurableObjectNamespace; calls: string[] } {
+/** LIMIT_LEDGER behind a proxy that counts the RPC calls made on its stubs, or throws on every one; `answered` runs as each answer comes back. */
+function ledgerNamespace(mode: "count" | "fail" = "count", answered: () => void = () => {}): { ns: DurableObjectNamespace; calls: string[] } {
   const calls: string[] = [];
   const real = env.LIMIT_LEDGER;
   const ns = {
@@ -37,7 +37,11 @@ function ledgerNamespace(mode: "count" | "fail" = "count"): { ns: DurableObjectN
         (...args: A): R => {
           calls.push(name);
           if (mode === "fail") throw new Error("Durable Object reset because its code was updated.");
-          return fn(...args);
+          // An RPC call's answer is a thenable, not always a Promise.
+          return Promise.resolve(fn(...args)).then((v) => {
+            answered();
+            return v;
+          }) as R;
         };
       return {
         grant: call("grant", (req: Parameters<typeof stub.grant>[0]) => stub.grant(req)),
@@ -197,6 +201,26 @@ describe("the ledger unreachable", () => {
       [429, true],
     ]);
     expect(lines.join("\n")).not.toContain(ip);
+  });
+
+  it("refuses rather than metering per isolate when every answer comes back after its lease died (a ledger slower than L)", async () => {
+    const config = ipConfig([{ count: 100, window_s: 60, scope: "global" }], { request_log: true });
+    const clock = { nowMs: Date.now() };
+    const slow = ledgerNamespace("count", () => {
+      // Each grant answers 1.2 s later on the gateway's clock: L is 1.2 s, so its lease is dead on arrival.
+      clock.nowMs += 1200;
+    });
+    const gateway = clockedGateway(config, { LIMIT_LEDGER: slow.ns }, clock.nowMs);
+    Object.defineProperty(gateway.clock, "nowMs", { get: () => clock.nowMs, set: (v: number) => void (clock.nowMs = v) });
+    const lines: string[] = [];
+    vi.spyOn(console, "log").mockImplementation((line: unknown) => void lines.push(String(line)));
+    vi.spyOn(console, "warn").mockImplementation(() => {});
+    const res = await gateway.call(get(uniqueIp()), { settle: true });
+    expect(res.status).toBe(429);
+    expect(slow.calls).toEqual(["grant", "grant", "grant", "grant"]);
+    const logged = lines.filter((l) => l.includes('"event":"request"')).map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect(logged).toHaveLength(1);
+    expect(logged[0]!.ledger_error).toBeUndefined();
   });
 
   it('answers 503 limits_unavailable with Retry-After with on_error "deny", and forwards nothing', async () => {
