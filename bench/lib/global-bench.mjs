@@ -72,11 +72,13 @@ export async function startCluster({ k, bundle, compat, originPort, token, state
   };
   const hosted = (className) => ({ className, scriptName: "ledger", useSQLite: true });
   // Lines the Workers write that matter here, counted as they stream by (the rest is drained).
-  const counts = { ledger_error: 0, ledger_slow: 0, ledger_unavailable: 0 };
+  // request_lines shows the stream is read at all (a count of 0 elsewhere is then a real 0).
+  const counts = { request_lines: 0, ledger_error: 0, ledger_slow: 0, ledger_unavailable: 0 };
+  const needles = { request_lines: '"event":"request"', ledger_error: '"ledger_error":true', ledger_slow: '"event":"ledger_slow"', ledger_unavailable: '"event":"ledger_unavailable"' };
   const count = (chunk) => {
     const text = String(chunk);
     for (const name of Object.keys(counts)) {
-      const needle = name === "ledger_error" ? '"ledger_error":true' : `"event":"${name}"`;
+      const needle = needles[name];
       for (let at = text.indexOf(needle); at >= 0; at = text.indexOf(needle, at + 1)) counts[name]++;
     }
   };

@@ -7,7 +7,7 @@
 // takes `global.on_error`'s course); none of them is retried: a grant whose
 // answer was lost was still charged, and charging it twice only costs
 // capacity, never the bound.
-import type { Ask, AskReply, Returnable } from "../engine/lease-book";
+import type { Ask, AskReply, Returnable } from "../engine/lease-types";
 import type { Limit } from "../engine/limit";
 import { type LedgerFigures, ledgerLimitOf, limitKeyOf } from "./ledger-types";
 import type { LimitLedger } from "./limit-ledger";

@@ -10,7 +10,7 @@
 // limits into the isolate's table for the request (each global limit keeps a
 // state of its own there, limit.ts); "deny" answers 503 limits_unavailable.
 import { admit, type Charge, type Decision, type HeaderFigures, wouldAdmit } from "../engine/gcra";
-import type { LeaseGroup, LeaseRef, Short } from "../engine/lease-book";
+import type { LeaseGroup, LeaseRef, Short } from "../engine/lease-types";
 import { type Limit, sameLimit } from "../engine/limit";
 import { ceilDiv } from "../engine/exact-division";
 import type { LimiterTable } from "../engine/limiter-table";

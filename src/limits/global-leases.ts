@@ -11,7 +11,8 @@
 // would never settle and its joiners would hang: so it goes to keepAlive (the
 // request's waitUntil), as src/cache/read-through-cache.ts does with loads.
 import type { Limit } from "../engine/limit";
-import { type Ask, type AskReply, type LeaseGroup, LeaseBook, type LeaseSlot, type Short } from "../engine/lease-book";
+import { LeaseBook } from "../engine/lease-book";
+import type { Ask, AskReply, LeaseGroup, LeaseSlot, Short } from "../engine/lease-types";
 import type { LimiterTable } from "../engine/limiter-table";
 import { askLedger, giveBackToLedger, type LedgerNamespace, settleOnLedger } from "../durable/ledger-client";
 import { errorName, log } from "../log/logger";

@@ -12,7 +12,7 @@
 import { rateLimitRejections } from "../cache/rejection-counter";
 import type { Caller, Exchange } from "../context";
 import { admit, type Charge, type Decision } from "../engine/gcra";
-import type { LeaseGroup, Short } from "../engine/lease-book";
+import type { LeaseGroup, Short } from "../engine/lease-types";
 import type { LimiterTable } from "../engine/limiter-table";
 import { rateLimitHeaders } from "../engine/rate-limit-headers";
 import { type CategoryDefaults, type LimitSources, resolveLimits, type SubjectKind } from "../engine/resolve-limits";
@@ -94,7 +94,7 @@ export interface RateLimitOptions {
 }
 
 /** Waits for the ledger's answer to every short group (one flight each, shared), the request's needs counted in the asks. */
-async function askFor(leases: GlobalLeases, x: Exchange, shorts: ReadonlyMap<LeaseGroup, Short[]>): Promise<void> {
+async function waitForLedger(leases: GlobalLeases, x: Exchange, shorts: ReadonlyMap<LeaseGroup, Short[]>): Promise<void> {
   for (const list of shorts.values()) for (const s of list) s.slot.waitingUnits += s.need;
   try {
     const flights: Promise<void>[] = [];
@@ -147,7 +147,7 @@ export function rateLimit(options: RateLimitOptions): Check {
   async function slowGlobal(x: Exchange, plan: GlobalPlan, first: ReadonlyMap<LeaseGroup, Short[]>, reserveFrom: number, responseCharge: ResponseCharge | null): Promise<CheckResult> {
     let shorts = first;
     for (let round = 0; round < MAX_ASK_ROUNDS; round++) {
-      await askFor(leases, x, shorts);
+      await waitForLedger(leases, x, shorts);
       const nowMs = Math.floor(now());
       const outcome = decideGlobal(table, leases, plan, nowMs);
       if (outcome.kind !== "short") return concludeGlobal(x, outcome, plan, reserveFrom, responseCharge, nowMs);

@@ -8,7 +8,8 @@
 // cost, per limit), every lease the ledger granted in the order it granted
 // them (with the units later spent from it), and every ledger call, so a
 // BigInt model can replay the ledger's own decisions.
-import { type Ask, type AskReply, LeaseBook, type LeaseGroup, type LeaseRef, type LeaseSlot, type Returnable, type Short } from "../../src/engine/lease-book";
+import { LeaseBook } from "../../src/engine/lease-book";
+import type { Ask, AskReply, LeaseGroup, LeaseRef, LeaseSlot, Returnable, Short } from "../../src/engine/lease-types";
 import { answerAsk, EMPTY_STATE, type GcraState, giveBack } from "../../src/engine/ledger-gcra";
 import type { Limit } from "../../src/engine/limit";
 

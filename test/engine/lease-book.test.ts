@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { boundUnits, LeaseBook, type LeaseGroup, leaseMsFor, type LeaseRef, type Short, withinBound } from "../../src/engine/lease-book";
+import { LeaseBook } from "../../src/engine/lease-book";
+import { boundUnits, type LeaseGroup, leaseMsFor, type LeaseRef, type Short, withinBound } from "../../src/engine/lease-types";
 import { compileLimit } from "../../src/engine/limit";
 
 const T0 = 1_700_000_000_000;

@@ -5,7 +5,7 @@
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { ledgerStandingOf, resetLedger } from "../../src/durable/ledger-client";
-import { boundUnits, leaseMsFor } from "../../src/engine/lease-book";
+import { boundUnits, leaseMsFor } from "../../src/engine/lease-types";
 import { compileLimit, type LimitSpec } from "../../src/engine/limit";
 import { rateLimit } from "../../src/limits/rate-limit";
 import { callGateway, clockedGateway, exchangeFor, gatewayRequest, problemOf, unique, uniqueIp } from "../helpers";
