@@ -130,7 +130,7 @@ function randomAdminRequest(rand: Rand, tenant: string): Request {
     ["PUT", `/overrides/${pick(rand, ["ip:10.9.9.9", "key:abcdefghjkmn", "jwt:zz", "tenant:x", "ip:2001:db8::1", "nope"])}`],
     ["POST", "/blocks"],
     ["PUT", `/orgs/${pick(rand, [unique("org"), "BAD"])}`],
-    ["GET", `/callers/${pick(rand, ["ip:10.0.0.1", "key:zzz", "jwt:00", "tenant:" + tenant, "bogus"])}`],
+    ["GET", `/callers/${pick(rand, ["ip:10.0.0.1", "key:zzz", "key:abcdefghjkmn", "jwt:00", "tenant:" + tenant, "tenant:no-such-tenant", "bogus"])}`],
     ["GET", `/audit?limit=${pick(rand, ["1", "0", "x", "999999", "-1"])}`],
     ["GET", `/usage/export?from=${pick(rand, ["2026-01", "2026-13", "x"])}&format=${pick(rand, ["csv", "ndjson", "xml"])}`],
     ["GET", "/tenants?limit=" + pick(rand, ["1", "abc", "100000"])],
