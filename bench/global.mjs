@@ -2,7 +2,8 @@
 // for K = 2, 4 and 8 gateway copies over one LimitLedger — the most admitted
 // in any window against the exact GCRA and the published bound, the refused
 // share of a caller at 90 % of its limit, ledger calls, and the latency
-// against the same limit per isolate. About 1.5 minutes; bounded by a
+// against the same limit per isolate. About 2.5 minutes with the bundle
+// build (most of it the K × phases, each bounded in time); bounded by a
 // watchdog. Prints the table, writes bench/results/global.json and the table
 // into docs/performance.md (between its bench:global markers). `-- --quick`
 // runs K = 2 briefly and writes bench/results/global-quick.json only.

@@ -40,8 +40,6 @@ export class GlobalLeases {
   readonly onError: "local" | "deny";
   readonly #flights = new Map<LeaseGroup, Promise<void>>();
   readonly #now: () => number;
-  /** Ledger calls this isolate has made (asks, give-backs, settlements): for tests and the benchmark. */
-  calls = 0;
 
   constructor(options: GlobalLeaseOptions, now: () => number) {
     this.book = new LeaseBook({ maxOvershoot: options.maxOvershoot, minLeaseMs: options.minLeaseMs, maxGroups: options.maxGroups, ledgerRetryMs: LEDGER_RETRY_MS });
@@ -63,7 +61,6 @@ export class GlobalLeases {
     const running = this.#flights.get(group);
     if (running !== undefined) return running;
     const ask = this.book.askFor(group, shorts, this.#now());
-    this.calls++;
     const done = askLedger(ns, ask)
       .then(
         (reply) => this.#answered(ask, reply),
@@ -93,7 +90,6 @@ export class GlobalLeases {
     this.book.sweep(nowMs);
     const returns = this.book.takeReturns();
     if (returns.length === 0) return;
-    this.calls++;
     keepAlive(
       ctx,
       giveBackToLedger(ns, returns, Math.floor(nowMs)).catch((err: unknown) => log.warn("ledger_give_back_failed", { error: errorName(err) })),
@@ -108,7 +104,6 @@ export class GlobalLeases {
    */
   settle(ns: LedgerNamespace, ctx: Background | null, table: LimiterTable, s: { subject: string; category: string; limits: readonly Limit[]; kind: "debt" | "refund"; units: number }, nowMs: number): void {
     if (s.limits.length === 0 || s.units === 0) return;
-    this.calls++;
     keepAlive(
       ctx,
       settleOnLedger(ns, s.subject, s.category, s.limits, s.kind, s.units, Math.floor(nowMs)).catch((err: unknown) => {
