@@ -306,3 +306,23 @@ describe("explain and reset (GET /callers, DELETE /callers/…/state)", () => {
     expect(await problemOf(reset)).toMatchObject({ code: "limits_unavailable" });
   });
 });
+
+describe("scope in the admin API", () => {
+  it("takes scope on an override's limits, refuses any other value naming the field, and applies a global override", async () => {
+    const config = ipConfig([{ count: 100, window_s: 60 }]);
+    const ip = uniqueIp();
+    const bad = await adminCall("PUT", `/overrides/ip:${ip}`, config, { body: { limits: { request: [{ count: 2, window_s: 60, scope: "everywhere" }] } } });
+    expect(bad.status).toBe(400);
+    expect(await problemOf(bad)).toMatchObject({ code: "invalid_request", field: "limits.request.0.scope" });
+    await jsonOf(await adminCall("PUT", `/overrides/ip:${ip}`, config, { body: { limits: { request: [{ count: 2, window_s: 60, scope: "global" }] } } }), 201);
+    // Two isolates, one limit of 2: the third request is refused whichever isolate it reaches.
+    const a = clockedGateway(config);
+    const b = clockedGateway(config);
+    expect((await a.call(get(ip), { settle: true })).status).toBe(200);
+    expect((await b.call(get(ip), { settle: true })).status).toBe(200);
+    expect((await a.call(get(ip), { settle: true })).status).toBe(429);
+    expect((await b.call(get(ip), { settle: true })).status).toBe(429);
+    const explained = await jsonOf<{ limits: { category: string; subject: string; source: string; scope: string; remaining: number }[] }>(await adminCall("GET", `/callers/ip:${ip}`, config), 200);
+    expect(explained.limits.find((l) => l.category === "request" && l.subject === "ip")).toMatchObject({ source: "override", scope: "global", remaining: 0 });
+  });
+});
