@@ -6,14 +6,14 @@
 // view's screenshot goes to test/e2e/screenshots/.
 import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { arrange, type ConsoleTab, foreignRequests, launchChromium, openConsole, screenshot, sendUntilRecorded, signIn, uniqueAddress, visit } from "./console-browser";
+import { BROWSER_TESTS, arrange, type ConsoleTab, foreignRequests, launchChromium, openConsole, screenshot, sendUntilRecorded, signIn, uniqueAddress, visit } from "./console-browser";
 import { gateway, unique } from "./fixture";
 
 let browser: Browser;
 let startedAtMs = 0;
 beforeAll(async () => {
   startedAtMs = Date.now();
-  browser = await launchChromium();
+  if (BROWSER_TESTS) browser = await launchChromium();
 });
 afterAll(async () => {
   await browser?.close();
@@ -35,7 +35,7 @@ async function signedIn(): Promise<ConsoleTab> {
 
 const thisMonth = () => new Date().toISOString().slice(0, 7);
 
-describe("the console, signed in with the admin token", () => {
+describe.runIf(BROWSER_TESTS)("the console, signed in with the admin token", () => {
   it("keeps the token in this tab's session only: not in the URL, not in a cookie, not in another tab", async () => {
     const tab = await openConsole(browser);
     await screenshot(tab.page, "sign-in");

@@ -31,6 +31,17 @@ export const SCREENSHOT_DIR = join(dirname(fileURLToPath(import.meta.url)), "scr
 
 export const CONSOLE_PATH = "/_tollgate/console";
 
+/**
+ * Whether the browser tests run. Chromium is not on a fresh machine of this
+ * kind and needs root to install, so without it (and without
+ * TOLLGATE_REQUIRE_BROWSER=1, which .ci/run sets after installing it) they
+ * are skipped with a notice, and `npm install && npm test` still passes.
+ */
+export const BROWSER_TESTS = existsSync(CHROMIUM_PATH) || process.env.TOLLGATE_REQUIRE_BROWSER === "1";
+if (!BROWSER_TESTS) {
+  console.warn(`\n⚠ The console's browser tests are skipped: no Chromium at ${CHROMIUM_PATH}. Install Debian's package (apt-get install -y chromium) or set CHROMIUM_PATH to run them; .ci/run does.\n`);
+}
+
 export function launchChromium(): Promise<Browser> {
   if (!existsSync(CHROMIUM_PATH)) {
     throw new Error(`No Chromium at ${CHROMIUM_PATH}: install Debian's package (apt-get install -y chromium; .ci/run does) or set CHROMIUM_PATH.`);
