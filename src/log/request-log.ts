@@ -25,6 +25,8 @@ export interface RequestLogLine {
   bytes_in: number;
   /** The response's Content-Length, or null when it is streamed without one. */
   bytes_out: number | null;
+  /** Present (true) only when a global limit's ledger could not answer and `global.on_error` decided (DESIGN §11). */
+  ledger_error?: true;
 }
 
 /** The decision the log records: a shadow refusal shows as `shadow:<code>` on an admitted request. */
@@ -50,5 +52,6 @@ export function requestLogLine(x: Exchange, status: number, bytesOut: number | n
     bytes_in: x.declaredBytes ?? 0,
     bytes_out: bytesOut,
   };
+  if (x.ledgerError) line.ledger_error = true;
   return JSON.stringify(line);
 }

@@ -73,15 +73,17 @@ export function registerCallerCommands(program, runtime) {
 
   program
     .command("reset")
-    .description("forget a caller's limiter state (this isolate's), so its next request starts from a full burst")
+    .description("forget a caller's limiter state (this isolate's, and its global limits' ledgers), so its next request starts from a full burst")
     .argument("<caller>", CALLER_HELP)
     .addHelpText("after", `
 The state is per isolate, like the limits (DESIGN §1): the isolate that
-answers this call forgets it; others keep theirs.`)
+answers this call forgets it; others keep theirs. A global limit's state
+lives in its ledger, which is emptied too (DESIGN §11).`)
     .action(async (/** @type {string} */ caller, /** @type {{}} */ _options, /** @type {Command} */ command) => {
       const { client, output } = session(command, runtime);
       const { body } = await client.json("DELETE", `/callers/${segment(caller, "caller")}/state`);
       if (output.json) return printJson(output, body);
-      output.out(`Reset ${String(body.caller ?? caller)}: forgot ${cell(body.states_held)} limiter state(s) held under its ${cell(body.limits)} limit(s), on the isolate that answered.\n`);
+      const ledgers = body.ledger_states_held === undefined ? "" : `, and ${cell(body.ledger_states_held)} in the ledgers of its global limits`;
+      output.out(`Reset ${String(body.caller ?? caller)}: forgot ${cell(body.states_held)} limiter state(s) held under its ${cell(body.limits)} limit(s), on the isolate that answered${ledgers}.\n`);
     });
 }
