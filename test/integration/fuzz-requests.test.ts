@@ -45,6 +45,8 @@ function randomSegment(rand: Rand): string {
 }
 
 function randomPath(rand: Rand): string {
+  // Often the routes themselves, spelled every way, so their checks (411, quota, 400 names) are reached.
+  if (rand() < 0.1) return `${pick(rand, ["/objects/", "//OBJECTS//", "/objects/x/../"])}${randomSegment(rand)}${rand() < 0.3 ? "/" : ""}`;
   let path = "";
   for (let i = 0, n = int(rand, 5); i < n; i++) path += (rand() < 0.15 ? "//" : "/") + randomSegment(rand);
   return path === "" ? "/" : path + (rand() < 0.2 ? "/" : "") + (rand() < 0.2 ? `?q=${int(rand, 1000)}&%zz=${randomSegment(rand)}` : "");
