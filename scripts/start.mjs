@@ -33,15 +33,27 @@ function portFree(port) {
   });
 }
 
-/** The dev admin token lives in .dev.vars (git-ignored), made once. */
-function devAdminToken() {
-  const file = join(root, ".dev.vars");
-  const existing = existsSync(file) ? readFileSync(file, "utf8") : "";
-  const match = existing.match(/^ADMIN_TOKEN\s*=\s*"?([^"\n]+)"?\s*$/m);
-  if (match) return match[1];
-  const token = `dev-admin-${randomBytes(16).toString("hex")}`;
-  writeFileSync(file, `${existing}${existing && !existing.endsWith("\n") ? "\n" : ""}ADMIN_TOKEN="${token}"\n`);
-  return token;
+/**
+ * The dev admin and auditor tokens live in .tollgate.env (git-ignored), made
+ * once, and reach wrangler dev through --env-file. Not .dev.vars: wrangler
+ * infers the Env type from that file, and would then call the committed
+ * worker-configuration.d.ts out of date.
+ */
+export const DEV_ENV_FILE = ".tollgate.env";
+
+function devTokens() {
+  const file = join(root, DEV_ENV_FILE);
+  let existing = existsSync(file) ? readFileSync(file, "utf8") : "";
+  const read = (name) => existing.match(new RegExp(`^${name}\\s*=\\s*"?([^"\\n]+)"?\\s*$`, "m"))?.[1];
+  const ensure = (name, prefix) => {
+    const found = read(name);
+    if (found) return found;
+    const token = `${prefix}-${randomBytes(16).toString("hex")}`;
+    existing = `${existing}${existing && !existing.endsWith("\n") ? "\n" : ""}${name}="${token}"\n`;
+    writeFileSync(file, existing);
+    return token;
+  };
+  return { admin: ensure("ADMIN_TOKEN", "dev-admin"), auditor: ensure("AUDITOR_TOKEN", "dev-auditor") };
 }
 
 async function waitFor(url, deadlineMs) {
@@ -81,10 +93,10 @@ async function main() {
   const origin = await startOrigin({ port: originPort, host: HOST }).catch((err) => fail(`The demo origin could not start: ${err.message}`));
   console.log(`• demo origin on http://${HOST}:${origin.port}`);
 
-  const token = devAdminToken();
+  const { admin: token } = devTokens();
   const originUrl = `http://${HOST}:${origin.port}`;
   console.log(`• starting wrangler dev on http://${HOST}:${gatewayPort}`);
-  const wrangler = spawn(wranglerBin, ["dev", "--ip", HOST, "--port", String(gatewayPort), "--var", `ORIGIN_URL:${originUrl}`, "--show-interactive-dev-session=false"], {
+  const wrangler = spawn(wranglerBin, ["dev", "--ip", HOST, "--port", String(gatewayPort), "--env-file", DEV_ENV_FILE, "--var", `ORIGIN_URL:${originUrl}`, "--show-interactive-dev-session=false"], {
     cwd: root,
     stdio: ["ignore", "inherit", "inherit"],
     detached: true,
@@ -129,9 +141,10 @@ Dev tenant "dev" and a fresh dev key are ready${ok ? " (checked: the gateway ans
 
   curl -i -H "Authorization: Bearer ${key.key}" "${url}"
 
-Admin API (token in .dev.vars):
+Admin API and console (tokens in ${DEV_ENV_FILE}: ADMIN_TOKEN, and AUDITOR_TOKEN to read only):
 
   curl -H "Authorization: Bearer ${token}" http://${HOST}:${gatewayPort}/_tollgate/admin/v1/tenants/dev
+  open http://${HOST}:${gatewayPort}/_tollgate/console
 
 Ctrl-C stops the gateway and the origin.
 `);

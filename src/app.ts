@@ -1,10 +1,11 @@
-// The Worker's request handler: the gateway's own paths (health, admin API)
-// as a Hono app, everything else through the compiled data plane
+// The Worker's request handler: the gateway's own paths (health, admin API,
+// the browser console) as a Hono app, everything else through the compiled data plane
 // (src/gateway.ts), both taken from the runtime of the request's
 // configuration (src/runtime.ts).
 import { Hono } from "hono";
 import type { AdminEnv } from "./admin/admin-env";
 import { createAdminApp } from "./admin/admin-app";
+import { CONSOLE_BASE, createConsoleApp } from "./console/serve";
 import type { Bindings } from "./context";
 import { problem } from "./errors";
 import { errorName, log } from "./log/logger";
@@ -15,7 +16,7 @@ export const TOLLGATE_PREFIX = "/_tollgate";
 export const HEALTH_PATH = `${TOLLGATE_PREFIX}/health`;
 export const ADMIN_BASE = `${TOLLGATE_PREFIX}/admin/v1`;
 
-/** The control paths under /_tollgate: health and the admin API. Never forwarded. */
+/** The control paths under /_tollgate: health, the admin API and the console. Never forwarded. */
 export function createControlApp(): Hono<AdminEnv> {
   const app = new Hono<AdminEnv>();
   app.use("*", async function withRuntime(c, next) {
@@ -24,6 +25,7 @@ export function createControlApp(): Hono<AdminEnv> {
   });
   app.get(HEALTH_PATH, (c) => c.json(healthOf(c.get("runtime")), 200, { "cache-control": "no-store" }));
   app.route(ADMIN_BASE, createAdminApp());
+  app.route(CONSOLE_BASE, createConsoleApp());
   app.all("*", () => problem("not_found", { detail: "No such gateway path." }));
   app.onError((err) => {
     log.error("control_failed", { error: errorName(err) });

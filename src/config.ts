@@ -7,7 +7,7 @@
 // config_invalid naming the field, and /_tollgate/health says so.
 import { z } from "zod";
 import { type CidrSet, parseCidrs } from "./engine/cidr";
-import { compileLimits, type Limit, limitError } from "./engine/limit";
+import { compileLimits, type Limit, limitError, type LimitScope } from "./engine/limit";
 import type { CategoryDefaults, SubjectKind } from "./engine/resolve-limits";
 import { compileRoutes, type RouteMatcher, routeSpecError } from "./engine/routes";
 import { type JwtConfig, jwtConfigSchema } from "./identity/jwt-config";
@@ -36,6 +36,14 @@ export const DEFAULT_RESERVATION_TTL_S = 900;
 export const DEFAULT_AUDIT_THRESHOLD_REJECTIONS = 100;
 export const DEFAULT_AUDIT_WINDOW_S = 60;
 export const DEFAULT_REQUEST_LOG = true;
+/** The scope of a limit that does not name one (DESIGN §11). */
+export const DEFAULT_LIMIT_SCOPE: LimitScope = "isolate";
+/** Global limits: L = max_overshoot × W, at least min_lease_ms; on_error is what happens while the ledger cannot answer. */
+export const DEFAULT_GLOBAL_MAX_OVERSHOOT = 0.02;
+export const DEFAULT_GLOBAL_MIN_LEASE_MS = 50;
+export const DEFAULT_GLOBAL_ON_ERROR = "local";
+/** A lease longer than a minute would make the overshoot bound meaningless for most limits. */
+export const MAX_GLOBAL_MIN_LEASE_MS = 60_000;
 /** Stream rent (DESIGN §13): one `stream_rent` unit at open and at the start of every period while a stream stays open. */
 export const DEFAULT_STREAM_RENT_PERIOD_S = 60;
 /** Open WebSocket streams per credential per isolate (DESIGN §13). */
@@ -66,9 +74,19 @@ const limitSchema = z.unknown().superRefine((value, ctx) => {
   if (reason !== null) ctx.addIssue({ code: "custom", message: reason });
 });
 const limitListSchema = z.array(limitSchema).max(3, "at most 3 limits per list");
+// The admin token's and the auth-failure gate's limits are charged before the
+// rate-limit step, in the isolate's table: a global scope there would be ignored, so it is refused.
+const isolateLimitSchema = z.unknown().superRefine((value, ctx) => {
+  const reason = limitError(value);
+  if (reason !== null) ctx.addIssue({ code: "custom", message: reason });
+  else if ((value as { scope?: unknown }).scope === "global") ctx.addIssue({ code: "custom", message: 'must have scope "isolate": this limit is charged in each isolate', path: ["scope"] });
+});
+const isolateLimitListSchema = z.array(isolateLimitSchema).max(3, "at most 3 limits per list");
 
 const categorySchema = z.strictObject({
-  limits: z.strictObject(Object.fromEntries(SUBJECT_KINDS.map((k) => [k, limitListSchema.optional()])) as Record<SubjectKind, z.ZodOptional<typeof limitListSchema>>).optional(),
+  limits: z
+    .strictObject(Object.fromEntries(SUBJECT_KINDS.map((k) => [k, (k === "admin" ? isolateLimitListSchema : limitListSchema).optional()])) as Record<SubjectKind, z.ZodOptional<typeof limitListSchema>>)
+    .optional(),
 });
 
 const routeSchema = z.unknown().superRefine((value, ctx) => {
@@ -103,7 +121,7 @@ export const configSchema = z.strictObject({
   cache_max_entries: boundedInt(MAX_CACHE_ENTRIES).default(DEFAULT_CACHE_MAX_ENTRIES),
   categories: z.record(z.string().regex(CATEGORY_NAME, "category names match ^[a-z][a-z0-9_]{0,31}$"), categorySchema).default({}),
   routes: list(routeSchema).default([]),
-  auth_failures: limitListSchema.optional(),
+  auth_failures: isolateLimitListSchema.optional(),
   in_flight: z
     .strictObject({
       per_credential: positiveInt.default(DEFAULT_IN_FLIGHT_PER_CREDENTIAL),
@@ -115,8 +133,16 @@ export const configSchema = z.strictObject({
   limiter: z
     .strictObject({
       max_memory_mib: z.number().min(1, "must be >= 1").max(MAX_LIMITER_MEMORY_MIB, `must be <= ${MAX_LIMITER_MEMORY_MIB} (an isolate has 128 MB)`).default(DEFAULT_LIMITER_MAX_MEMORY_MIB),
+      default_scope: z.enum(["isolate", "global"], 'must be "isolate" or "global"').default(DEFAULT_LIMIT_SCOPE),
     })
-    .default({ max_memory_mib: DEFAULT_LIMITER_MAX_MEMORY_MIB }),
+    .default({ max_memory_mib: DEFAULT_LIMITER_MAX_MEMORY_MIB, default_scope: DEFAULT_LIMIT_SCOPE }),
+  global: z
+    .strictObject({
+      max_overshoot: z.number().min(0, "must be between 0 and 1").max(1, "must be between 0 and 1").default(DEFAULT_GLOBAL_MAX_OVERSHOOT),
+      min_lease_ms: z.number().int("must be a whole number of ms").min(1, "must be >= 1").max(MAX_GLOBAL_MIN_LEASE_MS, `must be <= ${MAX_GLOBAL_MIN_LEASE_MS}`).default(DEFAULT_GLOBAL_MIN_LEASE_MS),
+      on_error: z.enum(["local", "deny"], 'must be "local" or "deny"').default(DEFAULT_GLOBAL_ON_ERROR),
+    })
+    .default({ max_overshoot: DEFAULT_GLOBAL_MAX_OVERSHOOT, min_lease_ms: DEFAULT_GLOBAL_MIN_LEASE_MS, on_error: DEFAULT_GLOBAL_ON_ERROR }),
   usage: z
     .strictObject({
       flush_interval_s: positiveSeconds(MAX_FLUSH_INTERVAL_S).default(DEFAULT_USAGE_FLUSH_INTERVAL_S),
@@ -162,6 +188,10 @@ export interface Config {
   readonly authFailureLimits: readonly Limit[];
   readonly inFlight: { readonly perCredential: number; readonly budget: number; readonly credentialShare: number; readonly tenantShare: number };
   readonly limiterMaxMemoryMib: number;
+  /** The scope of a limit (config, tenant, key, override) that does not name one. The built-in defaults are per isolate. */
+  readonly defaultScope: LimitScope;
+  /** Global limits (DESIGN §11): L = maxOvershoot × W, at least minLeaseMs; onError while the ledger cannot answer. */
+  readonly global: { readonly maxOvershoot: number; readonly minLeaseMs: number; readonly onError: "local" | "deny" };
   readonly usageFlushIntervalMs: number;
   readonly usageMaxPending: number;
   readonly reservationTtlS: number;
@@ -211,7 +241,7 @@ export function parseConfig(raw: unknown): ConfigResult {
     const byKind: Partial<Record<SubjectKind, readonly Limit[]>> = {};
     for (const kind of SUBJECT_KINDS) {
       const list = spec.limits?.[kind];
-      if (list !== undefined) byKind[kind] = compileLimits(list as never);
+      if (list !== undefined) byKind[kind] = compileLimits(list as never, kind === "admin" ? "isolate" : c.limiter.default_scope);
     }
     defaults[category] = byKind;
   }
@@ -242,6 +272,8 @@ export function parseConfig(raw: unknown): ConfigResult {
         tenantShare: c.in_flight.tenant_share,
       },
       limiterMaxMemoryMib: c.limiter.max_memory_mib,
+      defaultScope: c.limiter.default_scope,
+      global: { maxOvershoot: c.global.max_overshoot, minLeaseMs: c.global.min_lease_ms, onError: c.global.on_error },
       usageFlushIntervalMs: c.usage.flush_interval_s * 1000,
       usageMaxPending: c.usage.max_pending,
       reservationTtlS: c.reservation_ttl_s,

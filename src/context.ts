@@ -113,6 +113,8 @@ export class Exchange {
   priced: { readonly charge: ResponseCharge; readonly reserved: readonly Charge[]; readonly tightest: HeaderFigures | null } | null = null;
   /** The declared body size (Content-Length), or null. */
   readonly declaredBytes: number | null;
+  /** A global limit's ledger could not answer and `global.on_error` decided instead (the request log says so). */
+  ledgerError = false;
 
   constructor(request: Request, env: Bindings, ctx: Background | null, runtime: Runtime, config: Config, path: string, search: string, declaredBytes: number | null, nowMs: number) {
     this.request = request;

@@ -1,6 +1,7 @@
 // The Worker's default export and the Durable Object export, nothing else.
 import { createWorker } from "./app";
 
+export { LimitLedger } from "./durable/limit-ledger";
 export { OrgQuota } from "./durable/org-quota";
 export { TenantQuota } from "./durable/tenant-quota";
 

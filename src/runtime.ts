@@ -15,6 +15,7 @@ import type { Bindings } from "./context";
 import { LimiterTable } from "./engine/limiter-table";
 import { compileGateway, type GatewayHandler } from "./gateway";
 import { AuthFailureGate } from "./limits/auth-gate";
+import { GlobalLeases } from "./limits/global-leases";
 import { InFlightTable } from "./limits/in-flight";
 import { StreamTable } from "./limits/streams";
 import { UsageMeter } from "./db/usage-meter";
@@ -40,6 +41,8 @@ export interface Runtime {
   readonly origin: OriginBaseResult;
   readonly adminTokens: AdminTokens;
   readonly limiter: LimiterTable;
+  /** Leases on global limits (DESIGN §11), bounded by cache_max_entries (subject, category) groups. */
+  readonly leases: GlobalLeases;
   readonly inFlight: InFlightTable;
   /** Open WebSocket streams per credential (DESIGN §13). */
   readonly streams: StreamTable;
@@ -99,6 +102,7 @@ export function compileRuntime(env: Bindings, options: RuntimeOptions = {}): Run
   const config = parsed.ok ? parsed.config : null;
   const adminConfig = config ?? builtInConfig();
   const limiter = new LimiterTable(adminConfig.limiterMaxMemoryMib);
+  const now = options.clock ?? Date.now;
   const runtime: Runtime & { gateway: GatewayHandler } = {
     config,
     configError: parsed.ok ? null : { field: parsed.field, message: parsed.message },
@@ -106,6 +110,7 @@ export function compileRuntime(env: Bindings, options: RuntimeOptions = {}): Run
     origin: parseOriginBase(env.ORIGIN_URL),
     adminTokens: adminTokensOf(env),
     limiter,
+    leases: new GlobalLeases({ ...adminConfig.global, maxGroups: adminConfig.cacheMaxEntries }, now),
     inFlight: new InFlightTable(),
     streams: new StreamTable(),
     authGate: new AuthFailureGate(limiter, adminConfig.authFailureLimits),
@@ -122,7 +127,7 @@ export function compileRuntime(env: Bindings, options: RuntimeOptions = {}): Run
             staleIfErrorS: config.staleIfErrorMs / 1000,
             onJwksFailure: (_url, reason) => log.warn("jwks_fetch_failed", { reason }),
           }),
-    now: options.clock ?? Date.now,
+    now,
     gateway: null as unknown as GatewayHandler,
   };
   runtime.gateway = compileGateway(runtime);

@@ -15,7 +15,8 @@ import { getOverride } from "../db/overrides";
 import type { KeyLimits } from "../engine/resolve-limits";
 import { parseIp } from "../engine/cidr";
 import { type ApplicableLimit, applicableLimits, explainLimits, resetLimits } from "../limits/explain";
-import { type ChargedSubject, chargedSubjects } from "../limits/rate-limit";
+import { type ChargedSubject, chargedSubjects, LIMITS_UNAVAILABLE_RETRY_AFTER_S } from "../limits/rate-limit";
+import { problem } from "../errors";
 import type { AdminEnv } from "./admin-env";
 import { adminAuditSubject } from "./audit-subject-key";
 import { parseCallerKey } from "./caller-keys";
@@ -48,7 +49,7 @@ async function describe(c: Ctx, callerKey: string, override: KeyLimits | null, c
     case "key": {
       const row = await stored(() => findKeyById(db, value));
       if (row === null) return { ok: false, response: keyNotFound(value) };
-      const record = keyRecordOf(row, row.digest);
+      const record = keyRecordOf(row, row.digest, config.defaultScope);
       const tenant = record.tenant;
       // Charged as the gateway charges it: the same subjects and sources (src/limits/rate-limit.ts).
       const subjects = chargedSubjects({ kind: "key", keyId: record.keyId, callerKey, digest: record.digest, tenant, override, keyLimits: record.keyLimits }, defaults);
@@ -84,7 +85,7 @@ async function resolve(c: Ctx, raw: string | undefined, nowMs: number): Promise<
   const overrideRow = callerKey.startsWith("tenant:") ? null : await stored(() => getOverride(db, callerKey));
   const active = overrideRow !== null && (overrideRow.expiresAt === null || overrideRow.expiresAt > nowMs);
   // As stored: every isolate applies it within cache_ttl_s.
-  const override = active ? compileStoredKeyLimits(overrideRow.limits, "caller_overrides.limits of an override") : null;
+  const override = active ? compileStoredKeyLimits(overrideRow.limits, "caller_overrides.limits of an override", c.get("config").defaultScope) : null;
   const described = await describe(c, callerKey, override, c.get("config"), nowMs);
   if (!described.ok) return described;
   return { ok: true, value: { caller: described.caller, limits: applicableLimits(c.get("config"), described.caller.subjects), overrideRow } };
@@ -114,13 +115,27 @@ export function registerCallerRoutes(app: Hono<AdminEnv>): void {
     if (!resolved.ok) return resolved.response;
     const { caller, limits } = resolved.value;
     const runtime = c.get("runtime");
-    const held = resetLimits(runtime.limiter, limits, nowMs);
+    const { held, ledgerStates, ledgers } = await resetLimits(runtime.limiter, c.env.LIMIT_LEDGER, runtime.leases, limits, nowMs);
     const db = database(c.env.DB);
     const subject = await adminAuditSubject(runtime, db, caller.callerKey, nowMs);
+    const scope = ledgers === 0 ? "isolate" : "isolate+global";
     await stored(() =>
-      insertAuditEvent(db, { atMs: nowMs, kind: "caller_state_reset", actor: c.get("role"), tenant: caller.tenant, subject, detail: { limits: limits.length, states_held: held, scope: "isolate" } }).run(),
+      insertAuditEvent(db, {
+        atMs: nowMs,
+        kind: "caller_state_reset",
+        actor: c.get("role"),
+        tenant: caller.tenant,
+        subject,
+        detail: { limits: limits.length, states_held: held, scope, ...(ledgers === 0 ? {} : { ledger_states_held: ledgerStates, ledger_reset: ledgerStates !== null }) },
+      }).run(),
     );
-    return c.json({ caller: caller.callerKey, reset: true, limits: limits.length, states_held: held });
+    if (ledgerStates === null) {
+      return problem("limits_unavailable", {
+        detail: "This isolate's state was forgotten, but the ledger of a global limit could not be reset; retry (a reset is idempotent).",
+        headers: { "retry-after": String(LIMITS_UNAVAILABLE_RETRY_AFTER_S) },
+      });
+    }
+    return c.json({ caller: caller.callerKey, reset: true, limits: limits.length, states_held: held, ...(ledgers === 0 ? {} : { ledger_states_held: ledgerStates }) });
   });
 
   app.get(CALLER_ROUTE, async (c) => {
@@ -132,7 +147,7 @@ export function registerCallerRoutes(app: Hono<AdminEnv>): void {
     return c.json({
       caller: caller.callerKey,
       tenant: caller.tenant,
-      limits: explainLimits(table, limits, nowMs),
+      limits: await explainLimits(table, c.env.LIMIT_LEDGER, limits, nowMs),
       override: overrideRow === null ? null : presentOverride(overrideRow, nowMs),
       block: await blockOf(c, caller, nowMs),
     });

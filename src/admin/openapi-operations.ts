@@ -45,13 +45,19 @@ export function operationPaths(): Json {
     "/callers/{caller_key}": {
       parameters: [explainCallerParam],
       get: op(
-        "Explain a caller: every (category, subject, limit) that applies, its source and this isolate's standing (remaining, reset_ms), the override and the block that apply; charges nothing",
+        "Explain a caller: every (category, subject, limit) that applies, its source, its scope and its standing (remaining, reset_ms: this isolate's, or the ledger's for a global limit, null with `ledger_error` when the ledger cannot be read), the override and the block that apply; charges nothing",
         { "200": { description: "the explanation (DESIGN §15)" }, "400": problemResponse("invalid_request: `caller_key`"), "404": problemResponse("not_found: no such key or tenant"), ...COMMON_ERRORS },
       ),
     },
     "/callers/{caller_key}/state": {
       parameters: [explainCallerParam],
-      delete: op("Forget the caller's limiter state in this isolate (audited)", { "200": { description: "reset" }, "400": problemResponse("invalid_request: `caller_key`"), "404": problemResponse("not_found"), ...WRITE_ERRORS }),
+      delete: op("Forget the caller's limiter state in this isolate, and in the ledger of each global limit (audited)", {
+        "200": { description: "reset" },
+        "400": problemResponse("invalid_request: `caller_key`"),
+        "404": problemResponse("not_found"),
+        ...WRITE_ERRORS,
+        "503": problemResponse("admin_disabled, admin_unavailable (D1 failed), or limits_unavailable (a global limit's ledger could not be reset: retry)"),
+      }),
     },
     "/blocks": {
       get: op("Blocks in creation order, with `active` (false once expired)", { "200": { description: "a page", content: jsonContent(ref("BlockPage")) }, "400": problemResponse("invalid_request"), ...COMMON_ERRORS }, { parameters: pageParams("a block id", MAX_PAGE, DEFAULT_PAGE) }),

@@ -30,15 +30,19 @@ export const limitSchema = z
     count: positiveInt.describe("Spends admitted per window, sustained."),
     window_s: z.number("must be a number").positive("must be > 0").describe("The window in seconds."),
     burst: positiveInt.optional().describe("Largest burst; default count."),
+    scope: z
+      .enum(["isolate", "global"], 'must be "isolate" or "global"')
+      .optional()
+      .describe('"isolate": metered in each isolate on its own; "global": one limit across every isolate, through leases from the subject\'s LimitLedger (overshoot at most L·C/W). Default: the config\'s limiter.default_scope.'),
   })
   .superRefine((value, ctx) => {
     const reason = limitError(value);
     if (reason === null) return;
     // The engine's reasons start with the field they are about.
-    const field = /^(count|window_s|burst)\b/.exec(reason)?.[1];
+    const field = /^(count|window_s|burst|scope)\b/.exec(reason)?.[1];
     ctx.addIssue({ code: "custom", message: reason, path: field === undefined ? [] : [field] });
   });
-registry.add(limitSchema, { id: "Limit", description: "A sustained `count` per `window_s` seconds with bursts up to `burst`." });
+registry.add(limitSchema, { id: "Limit", description: "A sustained `count` per `window_s` seconds with bursts up to `burst`, per isolate or across all of them (`scope`)." });
 
 const limitListSchema = z.array(limitSchema, "must be a list of limits").max(MAX_LIMITS_PER_LIST, `at most ${MAX_LIMITS_PER_LIST} limits per list`);
 const categoryKey = z.string().regex(CATEGORY_NAME, "category names match ^[a-z][a-z0-9_]{0,31}$");

@@ -9,6 +9,7 @@ import type { KeyLimits } from "../engine/resolve-limits";
 import type { Db } from "../db/client";
 import { findKeyByDigest, type KeyRow } from "../db/keys";
 import { ReadThroughCache } from "./read-through-cache";
+import type { LimitScope } from "../engine/limit";
 import { compileStoredKeyLimits, compileStoredTenantLimits, parseStoredQuota } from "./stored-limits";
 
 /** A managed key as the gateway admits it. Limits are compiled. */
@@ -24,22 +25,22 @@ export interface KeyRecord {
 /** Negative entries get a quarter of the bound: unknown keys cannot crowd out known ones. */
 const NEGATIVE_SHARE = 0.25;
 
-async function loadKey(db: Db, digest: string): Promise<KeyRecord | null> {
+async function loadKey(db: Db, digest: string, defaultScope: LimitScope): Promise<KeyRecord | null> {
   const row = await findKeyByDigest(db, digest);
-  return row === null ? null : keyRecordOf(row, digest);
+  return row === null ? null : keyRecordOf(row, digest, defaultScope);
 }
 
-/** A key row from D1 (joined with its tenant and org) compiled as the gateway admits it. */
-export function keyRecordOf(row: KeyRow, digest: string): KeyRecord {
+/** A key row from D1 (joined with its tenant and org) compiled as the gateway admits it (a limit naming no scope takes `defaultScope`). */
+export function keyRecordOf(row: KeyRow, digest: string, defaultScope: LimitScope = "isolate"): KeyRecord {
   return {
     keyId: row.id,
     digest,
     expiresAtMs: row.expiresAt,
     revokedAtMs: row.revokedAt,
-    keyLimits: compileStoredKeyLimits(row.keyLimits, `api_keys.limits of ${row.id}`),
+    keyLimits: compileStoredKeyLimits(row.keyLimits, `api_keys.limits of ${row.id}`, defaultScope),
     tenant: {
       slug: row.tenant,
-      limits: compileStoredTenantLimits(row.tenantLimits, `tenants.limits of ${row.tenant}`),
+      limits: compileStoredTenantLimits(row.tenantLimits, `tenants.limits of ${row.tenant}`, defaultScope),
       quota: parseStoredQuota(row.quota, `tenants.quota of ${row.tenant}`),
       org: row.org === null ? null : { slug: row.org, quota: parseStoredQuota(row.orgQuota, `orgs.quota of ${row.org}`) ?? {} },
     },
@@ -50,9 +51,11 @@ export class KeyCache {
   readonly #cache: ReadThroughCache<string, KeyRecord | null>;
   readonly #recentDigests = new Map<string, string>();
   readonly #maxEntries: number;
+  readonly #defaultScope: LimitScope;
 
   constructor(config: Config) {
     this.#maxEntries = config.cacheMaxEntries;
+    this.#defaultScope = config.defaultScope;
     this.#cache = new ReadThroughCache<string, KeyRecord | null>({
       maxEntries: config.cacheMaxEntries,
       maxNegativeEntries: Math.max(1, Math.floor(config.cacheMaxEntries * NEGATIVE_SHARE)),
@@ -68,7 +71,7 @@ export class KeyCache {
    * the caller answers 503 auth_unavailable. `db` is only called on a miss.
    */
   lookup(db: () => Db, digest: string, nowMs: number, keepAlive?: (work: Promise<unknown>) => void): Promise<KeyRecord | null> {
-    return this.#cache.get(digest, nowMs, () => loadKey(db(), digest), keepAlive);
+    return this.#cache.get(digest, nowMs, () => loadKey(db(), digest, this.#defaultScope), keepAlive);
   }
 
   /** The record for this digest when it is fresh in the cache; never queries. */

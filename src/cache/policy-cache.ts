@@ -8,6 +8,7 @@
 // callers get "no override, no block" (the configured defaults apply) and D1
 // is not asked again for a moment.
 import type { Config } from "../config";
+import type { LimitScope } from "../engine/limit";
 import type { KeyLimits } from "../engine/resolve-limits";
 import { activeBlocksQuery } from "../db/blocks";
 import type { Db } from "../db/client";
@@ -79,12 +80,12 @@ const SNAPSHOT = "all";
 /** After a failed load with nothing to serve, how long the empty answer stands before D1 is asked again. */
 const FAILURE_BACKOFF_MS = 1000;
 
-async function loadSnapshot(db: Db, nowMs: number): Promise<PolicySnapshot> {
+async function loadSnapshot(db: Db, nowMs: number, defaultScope: LimitScope): Promise<PolicySnapshot> {
   // One D1 round trip for both tables.
   const [overrideRows, blockRows] = await db.batch([activeOverridesQuery(db, nowMs), activeBlocksQuery(db, nowMs)]);
   const overrides = new Map<string, Timed<KeyLimits>>();
   for (const row of overrideRows) {
-    const limits = compileStoredKeyLimits(row.limits, "caller_overrides.limits of an override");
+    const limits = compileStoredKeyLimits(row.limits, "caller_overrides.limits of an override", defaultScope);
     if (limits !== null) overrides.set(row.callerKey, { value: limits, untilMs: row.expiresAt ?? Infinity });
   }
   const blocks = new Map<string, Timed<ActiveBlock>>();
@@ -101,9 +102,11 @@ async function loadSnapshot(db: Db, nowMs: number): Promise<PolicySnapshot> {
 export class PolicyCache {
   readonly #cache: ReadThroughCache<string, PolicySnapshot>;
   readonly #backoffMs: number;
+  readonly #defaultScope: LimitScope;
   #failedUntilMs = 0;
 
   constructor(config: Config) {
+    this.#defaultScope = config.defaultScope;
     this.#backoffMs = Math.min(FAILURE_BACKOFF_MS, config.cacheTtlMs);
     this.#cache = new ReadThroughCache<string, PolicySnapshot>({
       maxEntries: 1,
@@ -130,7 +133,7 @@ export class PolicyCache {
     const peeked = this.peek(nowMs);
     if (peeked !== undefined) return peeked;
     try {
-      return await this.#cache.get(SNAPSHOT, nowMs, () => loadSnapshot(db(), nowMs), keepAlive);
+      return await this.#cache.get(SNAPSHOT, nowMs, () => loadSnapshot(db(), nowMs, this.#defaultScope), keepAlive);
     } catch {
       this.#failedUntilMs = nowMs + this.#backoffMs;
       log.warn("policy_unavailable", undefined, nowMs);

@@ -3,7 +3,7 @@
 // request. A stored value that no longer parses (hand-edited, or written by a
 // newer version) is logged and treated as absent, so the next level of the
 // resolution order applies instead of the request failing.
-import { compileLimits, type LimitSpec } from "../engine/limit";
+import { compileLimits, type LimitScope, type LimitSpec } from "../engine/limit";
 import { log } from "../log/logger";
 import type { KeyLimits, TenantLimits } from "../engine/resolve-limits";
 import type { QuotaLimits } from "../durable/quota-types";
@@ -22,8 +22,8 @@ function parseObject(text: string | null): Record<string, unknown> | null {
   }
 }
 
-/** KeyLimits JSON (`{"<category>": [Limit]}`) compiled; null when absent or invalid. */
-export function compileStoredKeyLimits(text: string | null, what: string): KeyLimits | null {
+/** KeyLimits JSON (`{"<category>": [Limit]}`) compiled (a limit without `scope` takes `defaultScope`); null when absent or invalid. */
+export function compileStoredKeyLimits(text: string | null, what: string, defaultScope: LimitScope = "isolate"): KeyLimits | null {
   const raw = parseObject(text);
   if (raw === null) {
     if (text !== null) logBadStored(what);
@@ -34,7 +34,7 @@ export function compileStoredKeyLimits(text: string | null, what: string): KeyLi
     const out: Record<string, ReturnType<typeof compileLimits>> = Object.create(null);
     for (const [category, list] of Object.entries(raw)) {
       if (!Array.isArray(list)) throw new TypeError("not a list");
-      out[category] = compileLimits(list as LimitSpec[]);
+      out[category] = compileLimits(list as LimitSpec[], defaultScope);
     }
     return out;
   } catch {
@@ -43,8 +43,8 @@ export function compileStoredKeyLimits(text: string | null, what: string): KeyLi
   }
 }
 
-/** TenantLimits JSON (`{"<category>": {"key"?: [Limit], "tenant"?: [Limit]}}`) compiled; null when absent, empty or invalid. */
-export function compileStoredTenantLimits(text: string | null, what: string): TenantLimits | null {
+/** TenantLimits JSON (`{"<category>": {"key"?: [Limit], "tenant"?: [Limit]}}`) compiled (a limit without `scope` takes `defaultScope`); null when absent, empty or invalid. */
+export function compileStoredTenantLimits(text: string | null, what: string, defaultScope: LimitScope = "isolate"): TenantLimits | null {
   const raw = parseObject(text);
   if (raw === null) {
     if (text !== null) logBadStored(what);
@@ -58,15 +58,15 @@ export function compileStoredTenantLimits(text: string | null, what: string): Te
       const { key, jwt, tenant } = byKind as { key?: unknown; jwt?: unknown; tenant?: unknown };
       if (key !== undefined) {
         if (!Array.isArray(key)) throw new TypeError("not a list");
-        entry.key = compileLimits(key as LimitSpec[]);
+        entry.key = compileLimits(key as LimitSpec[], defaultScope);
       }
       if (jwt !== undefined) {
         if (!Array.isArray(jwt)) throw new TypeError("not a list");
-        entry.jwt = compileLimits(jwt as LimitSpec[]);
+        entry.jwt = compileLimits(jwt as LimitSpec[], defaultScope);
       }
       if (tenant !== undefined) {
         if (!Array.isArray(tenant)) throw new TypeError("not a list");
-        entry.tenant = compileLimits(tenant as LimitSpec[]);
+        entry.tenant = compileLimits(tenant as LimitSpec[], defaultScope);
       }
       out[category] = entry;
     }

@@ -7,17 +7,18 @@ import type { Config } from "../config";
 import type { TenantInfo } from "../context";
 import type { Db } from "../db/client";
 import { findTenantForGateway } from "../db/tenants";
+import type { LimitScope } from "../engine/limit";
 import { ReadThroughCache } from "./read-through-cache";
 import { compileStoredTenantLimits, parseStoredQuota } from "./stored-limits";
 
 const NEGATIVE_SHARE = 0.25;
 
-async function loadTenant(db: Db, slug: string): Promise<TenantInfo | null> {
+async function loadTenant(db: Db, slug: string, defaultScope: LimitScope): Promise<TenantInfo | null> {
   const row = await findTenantForGateway(db, slug);
   if (row === null) return null;
   return {
     slug: row.slug,
-    limits: compileStoredTenantLimits(row.limits, `tenants.limits of ${row.slug}`),
+    limits: compileStoredTenantLimits(row.limits, `tenants.limits of ${row.slug}`, defaultScope),
     quota: parseStoredQuota(row.quota, `tenants.quota of ${row.slug}`),
     org: row.org === null ? null : { slug: row.org, quota: parseStoredQuota(row.orgQuota, `orgs.quota of ${row.org}`) ?? {} },
   };
@@ -25,8 +26,10 @@ async function loadTenant(db: Db, slug: string): Promise<TenantInfo | null> {
 
 export class TenantCache {
   readonly #cache: ReadThroughCache<string, TenantInfo | null>;
+  readonly #defaultScope: LimitScope;
 
   constructor(config: Config) {
+    this.#defaultScope = config.defaultScope;
     this.#cache = new ReadThroughCache<string, TenantInfo | null>({
       maxEntries: config.cacheMaxEntries,
       maxNegativeEntries: Math.max(1, Math.floor(config.cacheMaxEntries * NEGATIVE_SHARE)),
@@ -41,7 +44,7 @@ export class TenantCache {
 
   /** The tenant, or null when there is none. Throws when D1 fails with nothing usable held. */
   lookup(db: () => Db, slug: string, nowMs: number, keepAlive?: (work: Promise<unknown>) => void): Promise<TenantInfo | null> {
-    return this.#cache.get(slug, nowMs, () => loadTenant(db(), slug), keepAlive);
+    return this.#cache.get(slug, nowMs, () => loadTenant(db(), slug, this.#defaultScope), keepAlive);
   }
 
   /** Forget a tenant (an admin wrote or deleted it). */

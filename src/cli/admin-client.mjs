@@ -134,8 +134,33 @@ export class AdminClient {
   }
 
   /**
-   * Every item of a paged listing (`{<field>: [...], next_cursor}`), following
-   * `next_cursor` until it is null or absent.
+   * Every page of a paged call (`{..., next_cursor}`), first to last, each
+   * asked with the previous page's `next_cursor` as `cursor` until it is
+   * null or absent. A cursor that repeats, or more than MAX_PAGES pages, is
+   * refused rather than followed for ever.
+   * @param {string} method
+   * @param {string} path
+   * @param {Record<string, string | undefined>} [query] sent with every page
+   * @returns {AsyncGenerator<Record<string, unknown>, void, undefined>}
+   */
+  async *pages(method, path, query = {}) {
+    /** @type {string | undefined} */
+    let cursor;
+    const seen = new Set();
+    for (let page = 0; page < MAX_PAGES; page += 1) {
+      const { body } = await this.json(method, path, { query: { ...query, cursor } });
+      yield body;
+      const next = body.next_cursor;
+      if (next === null || next === undefined || next === "") return;
+      if (typeof next !== "string" || seen.has(next)) throw refusedError(`${method} ${path}: the gateway sent a bad next_cursor`);
+      seen.add(next);
+      cursor = next;
+    }
+    throw refusedError(`${method} ${path}: more than ${MAX_PAGES} pages`);
+  }
+
+  /**
+   * Every item of a paged listing (`{<field>: [...], next_cursor}`), all pages.
    * @param {string} path
    * @param {string} field
    * @returns {Promise<unknown[]>}
@@ -143,21 +168,12 @@ export class AdminClient {
   async listAll(path, field) {
     /** @type {unknown[]} */
     const items = [];
-    /** @type {string | undefined} */
-    let cursor;
-    const seen = new Set();
-    for (let page = 0; page < MAX_PAGES; page += 1) {
-      const { body } = await this.json("GET", path, { query: { cursor } });
+    for await (const body of this.pages("GET", path)) {
       const list = body[field];
       if (!Array.isArray(list)) throw refusedError(`GET ${path}: the answer has no "${field}" list`);
       items.push(...list);
-      const next = body.next_cursor;
-      if (next === null || next === undefined || next === "") return items;
-      if (typeof next !== "string" || seen.has(next)) throw refusedError(`GET ${path}: the gateway sent a bad next_cursor`);
-      seen.add(next);
-      cursor = next;
     }
-    throw refusedError(`GET ${path}: more than ${MAX_PAGES} pages`);
+    return items;
   }
 }
 

@@ -51,8 +51,12 @@ export function printJson(/** @type {Output} */ output, /** @type {unknown} */ v
   output.out(`${JSON.stringify(value, null, 2)}\n`);
 }
 
-/** The items of a list field, each an object (anything else is shown as its JSON). */
-export function records(/** @type {unknown} */ list) {
+/**
+ * The items of a list field, each an object (anything else is shown as its JSON).
+ * @param {unknown} list
+ * @returns {Record<string, unknown>[]}
+ */
+export function records(list) {
   if (!Array.isArray(list)) return [];
   return list.map((item) => (typeof item === "object" && item !== null && !Array.isArray(item) ? /** @type {Record<string, unknown>} */ (item) : { value: item }));
 }

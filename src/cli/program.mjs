@@ -6,7 +6,7 @@ import { readFileSync } from "node:fs";
 import { Command } from "commander";
 import { usageError } from "./cli-error.mjs";
 import { registerBlockCommands } from "./commands/blocks.mjs";
-import { registerExplainCommand } from "./commands/explain.mjs";
+import { registerCallerCommands } from "./commands/explain.mjs";
 import { registerKeyCommands } from "./commands/keys.mjs";
 import { registerOrgCommands } from "./commands/orgs.mjs";
 import { registerOverrideCommands } from "./commands/overrides.mjs";
@@ -65,7 +65,7 @@ Exit status: 0 done, 1 refused by the gateway, unreachable, or drift found,
   registerOverrideCommands(program, runtime);
   registerBlockCommands(program, runtime);
   registerOrgCommands(program, runtime);
-  registerExplainCommand(program, runtime);
+  registerCallerCommands(program, runtime);
   registerUsageCommands(program, runtime);
 
   for (const command of [program, ...program.commands]) if (command.commands.length > 0) requireSubcommand(command);

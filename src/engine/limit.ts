@@ -18,11 +18,20 @@
 // count.
 import { mix32, mixWhole, fmix32 } from "./hash32";
 
-/** The config / admin JSON shape: a sustained `count` per `window_s` seconds, bursts up to `burst` (default `count`). */
+/**
+ * Where a limit's state lives (DESIGN §11): "isolate" meters in each isolate
+ * on its own; "global" holds across every isolate through leases from the
+ * subject's LimitLedger Durable Object.
+ */
+export type LimitScope = "isolate" | "global";
+export const LIMIT_SCOPES: readonly LimitScope[] = ["isolate", "global"];
+
+/** The config / admin JSON shape: a sustained `count` per `window_s` seconds, bursts up to `burst` (default `count`); `scope` defaults to `limiter.default_scope`. */
 export interface LimitSpec {
   count: number;
   window_s: number;
   burst?: number;
+  scope?: LimitScope;
 }
 
 /** A validated limit with everything the admission rule needs precomputed. Frozen; compare by value, not identity. */
@@ -30,6 +39,8 @@ export interface Limit {
   readonly count: number;
   readonly windowS: number;
   readonly burst: number;
+  /** As written, or the default scope it was compiled with. */
+  readonly scope: LimitScope;
   readonly windowMs: number;
   /** The metering unit is 1/unitsPerMs ms (C/g; 1 whenever T is a whole number of ms). */
   readonly unitsPerMs: number;
@@ -40,7 +51,7 @@ export interface Limit {
   readonly intervalRemUnits: number;
   /** The tolerance B·T in units: a spend fits when it ends at most this far after now. */
   readonly toleranceUnits: number;
-  /** Two 32-bit words hashed from (count, windowMs, burst), mixed into the table key so a changed limit starts from fresh state. */
+  /** Two 32-bit words hashed from (count, windowMs, burst, and a global scope), mixed into the table key so a changed limit starts from fresh state. */
   readonly keySaltA: number;
   readonly keySaltB: number;
 }
@@ -58,7 +69,7 @@ export const MAX_COST = 10_000;
 export const MAX_EXACT_UNITS = 2 ** 52;
 
 /** The fields a limit may have: a typo such as `scpoe` is refused, not ignored. */
-const LIMIT_FIELDS: ReadonlySet<string> = new Set(["count", "window_s", "burst"]);
+const LIMIT_FIELDS: ReadonlySet<string> = new Set(["count", "window_s", "burst", "scope"]);
 
 function isWholeIn(value: unknown, min: number, max: number): value is number {
   return typeof value === "number" && Number.isInteger(value) && value >= min && value <= max;
@@ -75,9 +86,9 @@ function gcd(a: number, b: number): number {
 
 /** Null when `spec` is a valid limit, else a short reason naming the field. */
 export function limitError(spec: unknown): string | null {
-  if (typeof spec !== "object" || spec === null || Array.isArray(spec)) return "a limit must be an object {count, window_s, burst?}";
-  for (const field of Object.keys(spec)) if (!LIMIT_FIELDS.has(field)) return `${field.slice(0, 40)} is not a known limit field (count, window_s, burst)`;
-  const { count, window_s: windowS, burst } = spec as Record<string, unknown>;
+  if (typeof spec !== "object" || spec === null || Array.isArray(spec)) return "a limit must be an object {count, window_s, burst?, scope?}";
+  for (const field of Object.keys(spec)) if (!LIMIT_FIELDS.has(field)) return `${field.slice(0, 40)} is not a known limit field (count, window_s, burst, scope)`;
+  const { count, window_s: windowS, burst, scope } = spec as Record<string, unknown>;
   if (!isWholeIn(count, 1, MAX_COUNT)) return `count must be a whole number > 0 and <= ${MAX_COUNT}`;
   if (typeof windowS !== "number" || !Number.isFinite(windowS) || windowS <= 0) return "window_s must be a finite number of seconds > 0";
   if (windowS > MAX_WINDOW_S) return `window_s must be <= ${MAX_WINDOW_S} (366 days)`;
@@ -85,6 +96,7 @@ export function limitError(spec: unknown): string | null {
   const windowMs = Math.round(windowS * 1000);
   if (windowMs === 0 || windowMs / 1000 !== windowS) return "window_s must be a whole number of milliseconds (e.g. 0.25, not 0.0001)";
   if (burst !== undefined && !isWholeIn(burst, 1, MAX_BURST)) return `burst must be a whole number > 0 and <= ${MAX_BURST}`;
+  if (scope !== undefined && scope !== "isolate" && scope !== "global") return 'scope must be "isolate" or "global"';
   const burstCount = burst ?? count;
   const intervalUnits = windowMs / gcd(windowMs, count);
   if ((burstCount + 2 * MAX_COST) * intervalUnits > MAX_EXACT_UNITS) {
@@ -93,24 +105,34 @@ export function limitError(spec: unknown): string | null {
   return null;
 }
 
-/** Compiles a valid spec. Throws on an invalid one: callers validate first, so that is a bug. */
-export function compileLimit(spec: LimitSpec): Limit {
+/**
+ * Compiles a valid spec; a spec without `scope` takes `defaultScope`. Throws
+ * on an invalid one: callers validate first, so that is a bug.
+ */
+export function compileLimit(spec: LimitSpec, defaultScope: LimitScope = "isolate"): Limit {
   const reason = limitError(spec);
   if (reason !== null) throw new TypeError(`invalid limit: ${reason}`);
   const count = spec.count;
   const burst = spec.burst ?? count;
+  const scope = spec.scope ?? defaultScope;
   const windowMs = Math.round(spec.window_s * 1000);
   const g = gcd(windowMs, count);
   const intervalUnits = windowMs / g;
   const unitsPerMs = count / g;
   let a = mix32(mixWhole(mix32(0x243f6a88, count), windowMs), burst);
   let b = mix32(mixWhole(mix32(0x13198a2e, burst), windowMs), count);
+  // A global limit metered per isolate (the ledger unreachable, `global.on_error: "local"`) keeps its own state, apart from an isolate limit of the same figures.
+  if (scope === "global") {
+    a = mix32(a, 0x676c6f62);
+    b = mix32(b, 0x616c2121);
+  }
   a = fmix32(a);
   b = fmix32(b ^ 0x03707344);
   return Object.freeze({
     count,
     windowS: spec.window_s,
     burst,
+    scope,
     windowMs,
     unitsPerMs,
     intervalUnits,
@@ -135,16 +157,26 @@ export function limitListError(specs: unknown): string | null {
 
 /**
  * Compiles a list of up to MAX_LIMITS_PER_LIST limits; a spend must fit all of
- * them. A repeated limit (same count, window and burst) is kept once: it is
- * the same state, and admit() would otherwise charge it twice. Throws on an
- * invalid list.
+ * them. A repeated limit (same count, window, burst and scope) is kept once:
+ * it is the same state, and admit() would otherwise charge it twice. A spec
+ * without `scope` takes `defaultScope`. Throws on an invalid list.
  */
-export function compileLimits(specs: readonly LimitSpec[]): readonly Limit[] {
+export function compileLimits(specs: readonly LimitSpec[], defaultScope: LimitScope = "isolate"): readonly Limit[] {
   const reason = limitListError(specs);
   if (reason !== null) throw new TypeError(`invalid limit list: ${reason}`);
   const limits: Limit[] = [];
-  for (const limit of specs.map(compileLimit)) {
-    if (!limits.some((l) => l.count === limit.count && l.windowMs === limit.windowMs && l.burst === limit.burst)) limits.push(limit);
+  for (const limit of specs.map((spec) => compileLimit(spec, defaultScope))) {
+    if (!limits.some((l) => sameLimit(l, limit))) limits.push(limit);
   }
   return Object.freeze(limits);
+}
+
+/** Whether two compiled limits are the same state: same figures and scope. */
+export function sameLimit(a: Limit, b: Limit): boolean {
+  return a.count === b.count && a.windowMs === b.windowMs && a.burst === b.burst && a.scope === b.scope;
+}
+
+/** The limit as config and the admin API write it (scope always spelled out). */
+export function limitSpecOf(limit: Limit): Required<LimitSpec> {
+  return { count: limit.count, window_s: limit.windowS, burst: limit.burst, scope: limit.scope };
 }

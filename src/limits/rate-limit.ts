@@ -4,18 +4,32 @@
 // tenant, and for anonymous callers the optional `anonymous` aggregate — all
 // or nothing, in the runtime's limiter table. Every charged response carries
 // the RateLimit headers of the tightest limit.
+//
+// Global limits (DESIGN §11) spend from the isolate's leases, all or nothing
+// with the table (global-admission.ts). A request whose leases hold its units
+// is decided synchronously, with no I/O; one whose leases are short waits for
+// the ledger (single flight) and is decided again, up to MAX_ASK_ROUNDS times.
 import { rateLimitRejections } from "../cache/rejection-counter";
 import type { Caller, Exchange } from "../context";
-import { admit, type Charge } from "../engine/gcra";
+import { admit, type Charge, type Decision } from "../engine/gcra";
+import type { LeaseGroup, Short } from "../engine/lease-types";
 import type { LimiterTable } from "../engine/limiter-table";
 import { rateLimitHeaders } from "../engine/rate-limit-headers";
 import { type CategoryDefaults, type LimitSources, resolveLimits, type SubjectKind } from "../engine/resolve-limits";
 import type { RouteMatch } from "../engine/routes";
+import { problem } from "../errors";
 import type { ResponseCharge } from "../proxy/response-cost-spec";
-import type { Check } from "./check";
+import type { Check, CheckResult } from "./check";
+import { contended, decideGlobal, type GlobalOutcome, type GlobalPlan, planGlobal } from "./global-admission";
+import type { GlobalLeases } from "./global-leases";
 import { rateLimitedResponse } from "./rate-limit-response";
 import { addOpenRent } from "./stream-charges";
 import { noteRefusal } from "./sustained";
+
+/** Asks of the ledger one request may wait for before it is refused as contended. */
+export const MAX_ASK_ROUNDS = 4;
+/** Seconds a client is told to wait when a global limit cannot be checked (`global.on_error: "deny"`). */
+export const LIMITS_UNAVAILABLE_RETRY_AFTER_S = 1;
 
 export const REQUEST_CATEGORY = "request";
 
@@ -70,36 +84,93 @@ function auditedSubject(caller: Caller, subject: string): string {
 
 export interface RateLimitOptions {
   readonly table: LimiterTable;
+  /** The isolate's leases on global limits (the runtime's). */
+  readonly leases: GlobalLeases;
+  /** The runtime's clock, read again after waiting for the ledger. */
+  readonly now: () => number;
   readonly defaults: CategoryDefaults;
   /** Each route's response_charge, by route index. */
   readonly responseCharges: readonly (ResponseCharge | null)[];
 }
 
+/** Waits for the ledger's answer to every short group (one flight each, shared), the request's needs counted in the asks. */
+async function waitForLedger(leases: GlobalLeases, x: Exchange, shorts: ReadonlyMap<LeaseGroup, Short[]>): Promise<void> {
+  for (const list of shorts.values()) for (const s of list) s.slot.waitingUnits += s.need;
+  try {
+    const flights: Promise<void>[] = [];
+    for (const [group, list] of shorts) flights.push(leases.flight(x.env.LIMIT_LEDGER, x.ctx, group, list));
+    await Promise.all(flights);
+  } finally {
+    for (const list of shorts.values()) for (const s of list) s.slot.waitingUnits -= s.need;
+  }
+}
+
 /**
- * Charges the request's limits, all or nothing; 429 rate_limited when one does not fit.
- * @example const limit = rateLimit({ table: runtime.limiter, defaults: config.defaults, responseCharges: config.responseCharges });
+ * Charges the request's limits, all or nothing; 429 rate_limited when one
+ * does not fit, 503 limits_unavailable when a global one cannot be checked
+ * and `global.on_error` is "deny".
+ * @example const limit = rateLimit({ table: runtime.limiter, leases: runtime.leases, now: runtime.now, defaults: config.defaults, responseCharges: config.responseCharges });
  */
 export function rateLimit(options: RateLimitOptions): Check {
-  const { table, defaults, responseCharges } = options;
+  const { table, leases, now, defaults, responseCharges } = options;
+
+  /** The answer for a decision: the refusal, or null with the headers (and a response-priced reserve) recorded. */
+  function conclude(x: Exchange, decision: Decision, charges: readonly Charge[], reserveFrom: number, responseCharge: ResponseCharge | null, nowMs: number): CheckResult {
+    if (!decision.allowed) {
+      const denied = charges[decision.deniedChargeIndex];
+      if (denied !== undefined) noteRefusal(x, rateLimitRejections, "rate_limit_sustained", auditedSubject(x.caller, denied.subject), denied.category, nowMs);
+      const refused = x.refuse("rate_limited", rateLimitedResponse(decision, charges));
+      if (refused !== null) return refused;
+    } else if (responseCharge !== null) {
+      // The reserve's charges are the last ones: kept to settle against the same limits once the origin has answered.
+      x.priced = { charge: responseCharge, reserved: charges.slice(reserveFrom), tightest: decision.tightest };
+    }
+    x.rateHeaders = rateLimitHeaders(decision, charges);
+    return null;
+  }
+
+  function concludeGlobal(x: Exchange, outcome: Exclude<GlobalOutcome, { kind: "short" }>, plan: GlobalPlan, reserveFrom: number, responseCharge: ResponseCharge | null, nowMs: number): CheckResult {
+    if (outcome.kind === "unavailable") {
+      x.ledgerError = true;
+      return x.refuse(
+        "limits_unavailable",
+        problem("limits_unavailable", {
+          detail: "A global rate limit could not be checked; the request was not forwarded.",
+          headers: { "retry-after": String(LIMITS_UNAVAILABLE_RETRY_AFTER_S) },
+        }),
+      );
+    }
+    if (outcome.ledgerError) x.ledgerError = true;
+    return conclude(x, outcome.decision, plan.charges, reserveFrom, responseCharge, nowMs);
+  }
+
+  async function slowGlobal(x: Exchange, plan: GlobalPlan, first: ReadonlyMap<LeaseGroup, Short[]>, reserveFrom: number, responseCharge: ResponseCharge | null): Promise<CheckResult> {
+    let shorts = first;
+    for (let round = 0; round < MAX_ASK_ROUNDS; round++) {
+      await waitForLedger(leases, x, shorts);
+      const nowMs = Math.floor(now());
+      const outcome = decideGlobal(table, leases, plan, nowMs);
+      if (outcome.kind !== "short") return concludeGlobal(x, outcome, plan, reserveFrom, responseCharge, nowMs);
+      shorts = outcome.shorts;
+    }
+    return conclude(x, contended(plan, shorts), plan.charges, reserveFrom, responseCharge, Math.floor(now()));
+  }
+
   return function rateLimitStep(x) {
     const route = x.route;
     // A WebSocket upgrade has no answer to price: its route's response_charge does not apply.
     const responseCharge = route === null || x.upgrade ? null : (responseCharges[route.index] ?? null);
     const subjects = chargedSubjects(x.caller, defaults);
     const charges = chargesFor(subjects, route, responseCharge);
+    const reserveFrom = charges.length - subjects.length;
     // A WebSocket open also prepays its first period of stream rent (DESIGN §13), in the same all-or-nothing admission.
     if (x.upgrade) addOpenRent(charges, subjects);
-    const decision = admit(table, charges, x.startedAtMs);
-    if (!decision.allowed) {
-      const denied = charges[decision.deniedChargeIndex];
-      if (denied !== undefined) noteRefusal(x, rateLimitRejections, "rate_limit_sustained", auditedSubject(x.caller, denied.subject), denied.category, x.startedAtMs);
-      const refused = x.refuse("rate_limited", rateLimitedResponse(decision, charges));
-      if (refused !== null) return refused;
-    } else if (responseCharge !== null) {
-      // The reserve's charges are the last ones: kept to settle against the same limits once the origin has answered.
-      x.priced = { charge: responseCharge, reserved: charges.slice(charges.length - subjects.length), tightest: decision.tightest };
-    }
-    x.rateHeaders = rateLimitHeaders(decision, charges);
-    return null;
+    const nowMs = x.startedAtMs;
+    const plan = planGlobal(leases, charges, nowMs);
+    if (plan === null) return conclude(x, admit(table, charges, nowMs), charges, reserveFrom, responseCharge, nowMs);
+    leases.returnDue(x.env.LIMIT_LEDGER, x.ctx, nowMs);
+    const outcome = decideGlobal(table, leases, plan, nowMs);
+    if (outcome.kind === "short") return slowGlobal(x, plan, outcome.shorts, reserveFrom, responseCharge);
+    return concludeGlobal(x, outcome, plan, reserveFrom, responseCharge, nowMs);
   };
 }

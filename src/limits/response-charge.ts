@@ -3,7 +3,9 @@
 // the call cost, the difference is charged unconditionally (a debt: the
 // caller's next spends wait until the rate has earned it back) or refunded,
 // on the same limits the reserve went to. No cost found: the reserve stands.
-// Metering adds `units:<category>` to the tenant's month.
+// Metering adds `units:<category>` to the tenant's month. Global limits settle
+// on their ledger, in the background (the headers then describe the isolate
+// limits' settlement only).
 import type { Exchange } from "../context";
 import type { Decision } from "../engine/gcra";
 import { type HeaderList, rateLimitHeaders } from "../engine/rate-limit-headers";
@@ -24,8 +26,13 @@ export function settleResponseCharge(x: Exchange, result: CostResult, nowMs: num
   if (tenant !== null) x.runtime.meter.add(tenant.slug, `units:${charge.category}`, meteredUnits(charge.reserve, result), nowMs, usageMaxPending);
   const settlement = settlementFor(charge.reserve, result);
   if (settlement.kind === "none") return null;
-  const settles: SettleCharge[] = reserved.map((c) => ({ subject: c.subject, category: c.category, limits: c.limits, units: settlement.units }));
   const table = x.runtime.limiter;
+  const settles: SettleCharge[] = reserved.map((c) => {
+    if (!c.limits.some((l) => l.scope === "global")) return { subject: c.subject, category: c.category, limits: c.limits, units: settlement.units };
+    const global = c.limits.filter((l) => l.scope === "global");
+    x.runtime.leases.settle(x.env.LIMIT_LEDGER, x.ctx, table, { subject: c.subject, category: c.category, limits: global, kind: settlement.kind, units: settlement.units }, nowMs);
+    return { subject: c.subject, category: c.category, limits: c.limits.filter((l) => l.scope !== "global"), units: settlement.units };
+  });
   const figures: SettledFigures = settlement.kind === "debt" ? chargeDebt(table, settles, nowMs) : refund(table, settles, nowMs);
   const after = figures.tightest;
   const before = priced.tightest;

@@ -25,6 +25,8 @@ export interface RequestLogLine {
   bytes_in: number;
   /** The response's Content-Length, or null when it is streamed without one. */
   bytes_out: number | null;
+  /** Present (true) only when a global limit's ledger could not answer and `global.on_error` decided (DESIGN §11). */
+  ledger_error?: true;
 }
 
 /** The decision the log records: a shadow refusal shows as `shadow:<code>` on an admitted request. */
@@ -50,12 +52,13 @@ function jsonString(value: string | null): string {
  */
 export function requestLogLine(x: Exchange, status: number, bytesOut: number | null, nowMs: number): string {
   const caller = x.caller;
-  const tenant = caller.kind === "anonymous" ? null : (caller.tenant?.slug ?? null);
+  const tenant = x.tenant?.slug ?? null;
   const keyId = caller.kind === "key" ? caller.keyId : null;
   return (
     `{"level":"info","event":"request","format_version":${REQUEST_LOG_FORMAT_VERSION},"at_unix_ms":${jsonNumber(x.startedAtMs)}` +
     `,"tenant":${jsonString(tenant)},"key_id":${jsonString(keyId)},"method":${jsonString(x.method)},"path":${jsonString(x.path)}` +
     `,"status":${jsonNumber(status)},"decision":${jsonString(loggedDecision(x))},"duration_ms":${jsonNumber(nowMs - x.startedAtMs)}` +
-    `,"bytes_in":${jsonNumber(x.declaredBytes ?? 0)},"bytes_out":${jsonNumber(bytesOut)}}`
+    `,"bytes_in":${jsonNumber(x.declaredBytes ?? 0)},"bytes_out":${jsonNumber(bytesOut)}` +
+    (x.ledgerError ? `,"ledger_error":true}` : "}")
   );
 }

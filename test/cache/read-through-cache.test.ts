@@ -150,11 +150,12 @@ describe("joining another request's load", () => {
       loads++;
       return new Promise<string>((resolve) => (finish = resolve));
     };
-    // 200 requests arrive while one slow load runs (a D1 at 800 ms): they all join it.
+    // 200 requests arrive while one slow load runs (a D1 answering in 800 ms, past the
+    // 500 ms the cache once waited before loading again): they all join it.
     const waiting = Array.from({ length: 200 }, (_, i) => cache.get("k", i, slow));
-    expect(loads).toBe(1);
-    finish("loaded");
+    setTimeout(() => finish("loaded"), 800);
     expect(new Set(await Promise.all(waiting))).toEqual(new Set(["loaded"]));
+    expect(loads).toBe(1);
     // Stored: later requests neither wait nor load.
     expect(await cache.get("k", 300, slow)).toBe("loaded");
     expect(loads).toBe(1);

@@ -34,7 +34,25 @@ describe("config", () => {
       expect(c.requestLog).toBe(true);
       expect(c.authFailureLimits).toHaveLength(1);
       expect(c.authFailureLimits[0]).toMatchObject({ count: 60, windowS: 60 });
+      expect(c.defaultScope).toBe("isolate");
+      expect(c.global).toEqual({ maxOvershoot: 0.02, minLeaseMs: 50, onError: "local" });
     }
+  });
+
+  it("compiles each limit with its scope, or limiter.default_scope when it names none; the admin token's limits stay per isolate", () => {
+    const c = ok({
+      limiter: { default_scope: "global" },
+      global: { max_overshoot: 0.05, min_lease_ms: 20, on_error: "deny" },
+      categories: {
+        request: { limits: { key: [{ count: 10, window_s: 1 }], tenant: [{ count: 100, window_s: 1, scope: "isolate" }] } },
+        admin: { limits: { admin: [{ count: 5, window_s: 1 }] } },
+      },
+    });
+    expect(c.defaults.request?.key?.[0]?.scope).toBe("global");
+    expect(c.defaults.request?.tenant?.[0]?.scope).toBe("isolate");
+    expect(c.defaults.admin?.admin?.[0]?.scope).toBe("isolate");
+    expect(c.global).toEqual({ maxOvershoot: 0.05, minLeaseMs: 20, onError: "deny" });
+    expect(ok({ categories: { request: { limits: { key: [{ count: 10, window_s: 1, scope: "global" }] } } } }).defaults.request?.key?.[0]?.scope).toBe("global");
   });
 
   it("accepts the JSON-string form", () => {
@@ -84,6 +102,17 @@ describe("config", () => {
     [{ reservation_ttl_s: 0 }, "reservation_ttl_s"],
     [{ audit: { threshold_rejections: 0 } }, "audit.threshold_rejections"],
     [{ request_log: 1 }, "request_log"],
+    [{ categories: { request: { limits: { key: [{ count: 5, window_s: 1, scope: "everywhere" }] } } } }, "categories.request.limits.key.0"],
+    [{ categories: { admin: { limits: { admin: [{ count: 5, window_s: 1, scope: "global" }] } } } }, "categories.admin.limits.admin.0.scope"],
+    [{ auth_failures: [{ count: 5, window_s: 60, scope: "global" }] }, "auth_failures.0.scope"],
+    [{ limiter: { default_scope: "cluster" } }, "limiter.default_scope"],
+    [{ global: { max_overshoot: -0.1 } }, "global.max_overshoot"],
+    [{ global: { max_overshoot: 2 } }, "global.max_overshoot"],
+    [{ global: { min_lease_ms: 0 } }, "global.min_lease_ms"],
+    [{ global: { min_lease_ms: 2.5 } }, "global.min_lease_ms"],
+    [{ global: { min_lease_ms: 120_000 } }, "global.min_lease_ms"],
+    [{ global: { on_error: "ignore" } }, "global.on_error"],
+    [{ global: { max_oveshoot: 0.1 } }, "global.max_oveshoot"],
     [{ unknown_field: true }, ""],
   ])("refuses %j naming %s", (raw, field) => {
     const result = parseConfig(raw);

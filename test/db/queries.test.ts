@@ -26,6 +26,7 @@ describe("keys", () => {
     const { slug, id, digest } = await tenantWithKey();
     expect(await findKeyByDigest(db, digest)).toEqual({
       id,
+      digest,
       tenant: slug,
       expiresAt: null,
       revokedAt: null,

@@ -1,9 +1,9 @@
-// CLI commands whose admin endpoints are not on this branch yet (GET /tenants,
-// GET /overrides, blocks, orgs, GET /callers, POST /usage/reconcile), and the
-// client's handling of answers the real gateway is hard to make give
-// (several pages, HTML errors): run against a fake admin API that records
-// each request and answers the shapes of DESIGN §8, §15 and §16. Once the
-// endpoints land, the same commands get end-to-end tests in cli-gateway.test.ts.
+// What the CLI sends, and its handling of answers the real gateway is hard
+// to make give (several pages, repeated cursors, HTML errors, unknown
+// shapes, a 204): run against a fake admin API that records each request and
+// answers the shapes of DESIGN §8, §15 and §16. Every command also runs
+// against the real Worker: cli-gateway.test.ts, cli-operations.test.ts,
+// cli-reconcile.test.ts.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { type CliResult, jsonOut, runCli, tableRows } from "./cli-run";
 import { type FakeAdmin, type FakeAnswer, problemAnswer, type Received, startFakeAdmin } from "./fake-admin";
@@ -204,7 +204,7 @@ describe("orgs (PUT/GET/DELETE /orgs/{org}, GET /orgs)", () => {
     expect(shown.stdout).toMatch(/^usage\s+\{"bytes":1200,"objects":3\}$/m);
     expect(jsonOut(await cli("orgs", "get", "bigco", "--json"))).toMatchObject({ usage: { bytes: 1200 } });
 
-    expect(tableRows((await cli("orgs", "ls")).stdout)[0]?.slice(0, 2)).toEqual(["bigco", '{"bytes":{"hard":5000}}']);
+    expect(tableRows((await cli("orgs", "ls")).stdout)[0]?.slice(0, 3)).toEqual(["bigco", "-", '{"bytes":{"hard":5000}}']);
     expect(await cli("orgs", "rm", "bigco")).toMatchObject({ code: 0, stdout: "Deleted org bigco.\n" });
     expect(fake.received.map((r) => `${r.method} ${r.path}`)).toEqual(["PUT /orgs/bigco", "GET /orgs/bigco", "GET /orgs/bigco", "GET /orgs", "DELETE /orgs/bigco"]);
   });
@@ -248,41 +248,48 @@ describe("explain (GET /callers/{caller_key})", () => {
   });
 });
 
-describe("usage reconcile (POST /usage/reconcile[?apply=true])", () => {
-  const DRIFT = { applied: false, drift: [{ tenant: "acme", metered_bytes: 900, stored_bytes: 1000, drift_bytes: 100 }] };
-
-  it("exits 0 and says so when metering agrees", async () => {
-    route = () => ({ body: { applied: false, drift: [] } });
-    const result = await cli("usage", "reconcile");
-    expect(result).toMatchObject({ code: 0, stdout: "No drift: metering agrees with every quota object.\n", stderr: "" });
-    expect(only()).toMatchObject({ method: "POST", path: "/usage/reconcile", query: {} });
+describe("usage reconcile (POST /usage/reconcile[?apply=true]), paging and statuses", () => {
+  // The real answer's shape (src/admin/reconcile.ts); cli-reconcile.test.ts runs it against the Worker.
+  const page = (tenants: unknown[], extra: Record<string, unknown> = {}) => ({
+    body: { metric: "bytes_stored", apply: false, checked: 100, drifting: tenants.length, tenants, next_cursor: null, ...extra },
   });
+  const drift = (tenant: string, status = "drift") => ({ tenant, status, metered_bytes: 900, quota_bytes: 1000, drift_bytes: 100 });
 
-  it("exits 1 on drift, printing the drifting tenants and how to apply", async () => {
-    route = () => ({ body: DRIFT });
-    const result = await cli("usage", "reconcile");
-    expectRefused(result, /^error: drift in 1 tenant\(s\); run 'tollgate usage reconcile --apply'/);
-    expect(result.stdout.split("\n")[0]).toMatch(/^TENANT\s+METERED BYTES\s+STORED BYTES\s+DRIFT BYTES$/);
-    expect(tableRows(result.stdout)).toEqual([["acme", "900", "1000", "100"]]);
-  });
-
-  it("exits 1 on drift with --json too, printing the answer as is", async () => {
-    route = () => ({ body: DRIFT });
-    const result = await cli("usage", "reconcile", "--json");
-    expect(result.code).toBe(1);
-    expect(jsonOut(result)).toEqual(DRIFT);
-  });
-
-  it("--apply asks for apply=true and exits 0 once the adjustments are written", async () => {
-    route = () => ({ body: { ...DRIFT, applied: true } });
-    const result = await cli("usage", "reconcile", "--apply");
+  it("follows next_cursor across pages, asking each with the same apply and tenant, and folds the pages into one answer", async () => {
+    route = (r) =>
+      r.query.cursor === undefined
+        ? page([drift("acme", "adjusted")], { apply: true, next_cursor: "acme" })
+        : page([drift("zeta", "adjusted")], { apply: true, checked: 7 });
+    const result = await cli("usage", "reconcile", "--apply", "--json");
     expect(result.code, result.stderr).toBe(0);
-    expect(only()).toMatchObject({ method: "POST", path: "/usage/reconcile", query: { apply: "true" } });
-    expect(result.stdout).toContain("Applied 1 adjustment row(s).");
+    expect(fake.received.map((r) => [r.method, r.path, r.query])).toEqual([
+      ["POST", "/usage/reconcile", { apply: "true" }],
+      ["POST", "/usage/reconcile", { apply: "true", cursor: "acme" }],
+    ]);
+    expect(jsonOut(result)).toEqual({
+      metric: "bytes_stored",
+      apply: true,
+      checked: 107,
+      drifting: 2,
+      tenants: [drift("acme", "adjusted"), drift("zeta", "adjusted")],
+      next_cursor: null,
+    });
   });
 
-  it("refuses an answer without a drift list instead of reporting no drift", async () => {
-    route = () => ({ body: { tenants: [] } });
-    expectRefused(await cli("usage", "reconcile"), /the answer has no "drift" list/);
+  it("exits 1 when a tenant changed while checked or its quota object did not answer, even with --apply", async () => {
+    route = () => page([drift("acme", "changed"), { tenant: "beta", status: "unavailable", metered_bytes: 5, quota_bytes: null, drift_bytes: null }], { apply: true, drifting: 1 });
+    const result = await cli("usage", "reconcile", "--apply");
+    expectRefused(result, /^error: 1 tenant\(s\) metered more while checked and were not adjusted; run it again; 1 tenant\(s\) could not be checked \(quota object unavailable\); run it again\n$/);
+    expect(tableRows(result.stdout).slice(0, 2)).toEqual([
+      ["acme", "changed", "900", "1000", "100"],
+      ["beta", "unavailable", "5", "-", "-"],
+    ]);
+  });
+
+  it("refuses an answer of another shape instead of reporting no drift", async () => {
+    route = () => ({ body: { applied: false, drift: [] } });
+    expectRefused(await cli("usage", "reconcile"), /the answer has no "checked", "drifting" and "tenants"/);
+    route = () => page([{ tenant: "acme", status: "fine" }]);
+    expectRefused(await cli("usage", "reconcile"), /a status this CLI does not know/);
   });
 });

@@ -51,8 +51,8 @@ async function commandPaths(): Promise<string[][]> {
 describe("tollgate --help", () => {
   it("answers every command's --help with its usage on stdout and exit 0", async () => {
     const paths = await commandPaths();
-    // tollgate, 7 commands, 20 subcommands: issue 17's list plus `overrides get`.
-    expect(paths).toHaveLength(28);
+    // tollgate, 8 commands, 20 subcommands: issue 17's list plus `overrides get` and `reset` (issue 16's reset).
+    expect(paths).toHaveLength(29);
     expect(paths.map((p) => p.join(" "))).toEqual(
       expect.arrayContaining([
         "tenants ls", "tenants get", "tenants put", "tenants rm",
@@ -60,7 +60,7 @@ describe("tollgate --help", () => {
         "overrides ls", "overrides put", "overrides rm",
         "blocks ls", "blocks add", "blocks rm",
         "orgs ls", "orgs get", "orgs put", "orgs rm",
-        "explain", "usage export", "usage reconcile",
+        "explain", "reset", "usage export", "usage reconcile",
       ]),
     );
     for (const path of paths) {

@@ -4,7 +4,7 @@
 // `unique()`.
 import { randomUUID } from "node:crypto";
 import { inject } from "vitest";
-import type { GatewayInfo } from "./gateway";
+import { executeLocalD1, type GatewayInfo } from "./gateway";
 
 export type { GatewayInfo };
 
@@ -29,4 +29,13 @@ export async function adminCall(method: string, path: string, body?: unknown): P
   });
   const text = await res.text();
   return { status: res.status, body: text === "" ? null : (JSON.parse(text) as unknown) };
+}
+
+/**
+ * SQL on the gateway's local D1 through `wrangler d1 execute --local` (the
+ * rows of each statement). Only for what no admin call can do, such as
+ * removing a metering row to make drift on purpose.
+ */
+export function d1Execute(sql: string): Promise<Array<Record<string, unknown>[]>> {
+  return executeLocalD1(gateway().stateDir, sql);
 }

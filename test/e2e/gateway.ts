@@ -6,7 +6,9 @@
 //
 // The TOLLGATE config is wrangler.toml's, with `E2E_TOLLGATE` merged over it
 // (usage flushed every second, so metering shows up in D1 while a test
-// waits; a test may ask for more with `startGateway({ tollgate })`).
+// waits; the admin token's limit lifted, since every e2e file shares the one
+// token and the default 10/s would throttle files running side by side; a
+// test may ask for more with `startGateway({ tollgate })`).
 //
 // The tokens go to wrangler in an env file inside the temporary state
 // directory (never in git, never on a command line that `ps` shows); passing
@@ -31,6 +33,8 @@ export interface GatewayInfo {
   auditorToken: string;
   /** The recording origin the gateway forwards to (GET /__origin/requests?tag=). */
   originUrl: string;
+  /** wrangler's `--persist-to` directory (the local D1 and Durable Objects), for `executeLocalD1`. */
+  stateDir: string;
 }
 
 export interface RunningGateway extends GatewayInfo {
@@ -52,7 +56,10 @@ const STOP_GRACE_MS = 5_000;
 const MAX_LOG_CHARS = 8_000;
 
 /** Fields merged over wrangler.toml's TOLLGATE for every e2e run. */
-export const E2E_TOLLGATE: Readonly<Record<string, unknown>> = { usage: { flush_interval_s: 1 } };
+export const E2E_TOLLGATE: Readonly<Record<string, unknown>> = {
+  usage: { flush_interval_s: 1 },
+  categories: { admin: { limits: { admin: [{ count: 10_000, window_s: 1 }] } } },
+};
 
 interface Origin {
   port: number;
@@ -100,6 +107,29 @@ async function applyMigrations(stateDir: string): Promise<void> {
   const output = captureOutput(child);
   const code = await exited(child);
   if (code !== 0) throw new Error(`wrangler d1 migrations apply failed (exit ${code}):\n${output()}`);
+}
+
+/**
+ * Runs SQL on the running gateway's local D1, as an operator would with
+ * `wrangler d1 execute DB --local --persist-to <dir>`, and answers the rows
+ * of each statement. For tests that must change what only the Worker writes
+ * (a metering row removed to make drift). Spawned, not spawnSync: blocking
+ * the event loop for seconds lets the gateway close this process's idle
+ * keep-alive sockets unnoticed, and the next fetch fails.
+ */
+export async function executeLocalD1(stateDir: string, sql: string): Promise<Array<Record<string, unknown>[]>> {
+  const child = spawn(WRANGLER, ["d1", "execute", "DB", "--local", "--persist-to", stateDir, "--json", "--command", sql], {
+    cwd: ROOT,
+    env: { ...process.env, CI: "true", WRANGLER_SEND_METRICS: "false" },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let stdout = "";
+  child.stdout?.on("data", (chunk: Buffer) => (stdout += chunk.toString("utf8")));
+  const output = captureOutput(child);
+  const code = await exited(child);
+  if (code !== 0) throw new Error(`wrangler d1 execute failed (exit ${code}):\n${output()}`);
+  const results = JSON.parse(stdout) as Array<{ results: Record<string, unknown>[]; success: boolean }>;
+  return results.map((r) => r.results);
 }
 
 /** wrangler.toml's TOLLGATE object with `overrides` merged over it (top-level fields replaced). */
@@ -186,7 +216,7 @@ export async function startGateway(options: { timeoutMs?: number; tollgate?: Rea
     const output = captureOutput(wrangler);
     const gatewayUrl = `http://${HOST}:${port}`;
     await waitForHealth(gatewayUrl, wrangler, deadlineMs, output);
-    return { gatewayUrl, adminToken, auditorToken, originUrl, startupMs: Date.now() - startedAtMs, stop };
+    return { gatewayUrl, adminToken, auditorToken, originUrl, stateDir, startupMs: Date.now() - startedAtMs, stop };
   } catch (error) {
     await stop();
     throw error;

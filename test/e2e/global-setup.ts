@@ -12,6 +12,7 @@ export default async function setup(project: TestProject) {
     adminToken: running.adminToken,
     auditorToken: running.auditorToken,
     originUrl: running.originUrl,
+    stateDir: running.stateDir,
   };
   project.provide("gateway", info);
   return async () => {

@@ -10,6 +10,8 @@ describe("limitError", () => {
     [{ count: 200_000, window_s: 3600 }],
     [{ count: 1, window_s: 31_622_400 }],
     [{ count: 1_000_000_000, window_s: 1, burst: 1_000_000_000 }],
+    [{ count: 5, window_s: 5, scope: "isolate" }],
+    [{ count: 5, window_s: 5, scope: "global" }],
   ])("accepts %j", (spec) => {
     expect(limitError(spec)).toBeNull();
   });
@@ -36,6 +38,8 @@ describe("limitError", () => {
     [{ count: 5, window_s: 5, burst: 0 }, "burst must be a whole number > 0"],
     [{ count: 5, window_s: 5, burst: 2.5 }, "burst must be a whole number > 0"],
     [{ count: 5, window_s: 5, burst: null }, "burst must be a whole number > 0"],
+    [{ count: 5, window_s: 5, scope: "cluster" }, 'scope must be "isolate" or "global"'],
+    [{ count: 5, window_s: 5, scpoe: "global" }, "scpoe is not a known limit field"],
     [{ count: 999_999_937, window_s: 31_536_000, burst: 1_000_000_000 }, "burst × window_s is too large to meter exactly"],
   ])("refuses %j, naming the field", (spec, reason) => {
     expect(limitError(spec)).toContain(reason);
@@ -51,6 +55,19 @@ describe("compileLimit", () => {
   it("meters in whole milliseconds when T is a whole number of them", () => {
     expect(compileLimit({ count: 6000, window_s: 60 })).toMatchObject({ unitsPerMs: 1, intervalUnits: 10, toleranceUnits: 60_000 });
     expect(compileLimit({ count: 1000, window_s: 1, burst: 2000 })).toMatchObject({ unitsPerMs: 1, intervalUnits: 1, toleranceUnits: 2000 });
+  });
+
+  it("carries its scope: as written, else the default it is compiled with", () => {
+    expect(compileLimit({ count: 5, window_s: 5 }).scope).toBe("isolate");
+    expect(compileLimit({ count: 5, window_s: 5 }, "global").scope).toBe("global");
+    expect(compileLimit({ count: 5, window_s: 5, scope: "isolate" }, "global").scope).toBe("isolate");
+    expect(compileLimits([{ count: 5, window_s: 5 }, { count: 5, window_s: 5, scope: "global" }]).map((l) => l.scope)).toEqual(["isolate", "global"]);
+  });
+
+  it("gives a global limit metered in the isolate a state apart from an isolate limit of the same figures", () => {
+    const a = compileLimit({ count: 5, window_s: 5 });
+    const b = compileLimit({ count: 5, window_s: 5, scope: "global" });
+    expect([a.keySaltA, a.keySaltB]).not.toEqual([b.keySaltA, b.keySaltB]);
   });
 
   it("gives different keys to limits that differ only in burst", () => {

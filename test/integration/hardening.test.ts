@@ -193,3 +193,25 @@ describe("admin tokens (item 11)", () => {
     expect(health).toMatchObject({ status: "ok", admin: { status: "disabled", reason: "ADMIN_TOKEN is shorter than 32 characters" } });
   });
 });
+
+describe("object names the store cannot hold (item 12)", () => {
+  for (const [what, name] of [
+    ["over 1,024 bytes", "n".repeat(1025)],
+    ["over 1,024 bytes once decoded", "%C3%A9".repeat(513)],
+    ["not UTF-8 once decoded", "bad%FFname"],
+  ] as const) {
+    it(`answers 400 invalid_request for a name ${what}, on an upload and on a delete, and forwards neither`, async () => {
+      const { key } = await tenantWithKey(CONFIG, { quota: { bytes: { hard: 10_000 } } });
+      const tag = unique("name");
+      const headers = { authorization: `Bearer ${key}`, "x-test-tag": tag };
+      const put = await callGateway(gatewayRequest(`/objects/${name}`, { method: "PUT", ip: uniqueIp(), headers: { ...headers, "content-length": "10" }, body: new Uint8Array(10) }), { TOLLGATE: CONFIG }, { settle: true });
+      expect(put.status).toBe(400);
+      expect(await problemOf(put)).toMatchObject({ code: "invalid_request", field: "object" });
+      expect(put.headers.get("retry-after")).toBeNull();
+      const del = await callGateway(gatewayRequest(`/objects/${name}`, { method: "DELETE", ip: uniqueIp(), headers }), { TOLLGATE: CONFIG }, { settle: true });
+      expect(del.status).toBe(400);
+      expect(await originLog(tag)).toHaveLength(0);
+    });
+  }
+});
+

@@ -27,6 +27,7 @@ function reference(x: ReturnType<typeof exchangeFor>, status: number, bytesOut: 
     bytes_in: x.declaredBytes ?? 0,
     bytes_out: bytesOut,
   };
+  if (x.ledgerError) line.ledger_error = true;
   return JSON.stringify(line);
 }
 
@@ -51,14 +52,16 @@ describe("requestLogLine", () => {
       ] as const) {
         const x = exchangeFor(runtime, new Request(`https://gateway.test${path}?q=secret`, init));
         x.caller = caller;
-        for (const [status, bytesOut, decision, shadow] of [
-          [200, 2, "admitted", null],
-          [200, null, "admitted", ["rate_limited"]],
-          [429, 313, "rate_limited", null],
-          [502, null, "origin_unreachable", null],
+        for (const [status, bytesOut, decision, shadow, ledgerError] of [
+          [200, 2, "admitted", null, false],
+          [200, null, "admitted", ["rate_limited"], false],
+          [429, 313, "rate_limited", null, false],
+          [200, 2, "admitted", null, true],
+          [502, null, "origin_unreachable", null, false],
         ] as const) {
           x.decision = decision;
           x.shadow = shadow === null ? null : [...shadow];
+          x.ledgerError = ledgerError;
           const line = requestLogLine(x, status, bytesOut, x.startedAtMs + 17);
           expect(line).toBe(reference(x, status, bytesOut, x.startedAtMs + 17));
           expect(JSON.parse(line)).not.toHaveProperty("q");

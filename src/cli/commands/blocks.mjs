@@ -70,6 +70,6 @@ Example:
       const { client, output } = session(command, runtime);
       const { body } = await client.json("DELETE", `/blocks/${segment(id, "id")}`);
       if (output.json) return printJson(output, body);
-      output.out(`Removed block ${id}.\n`);
+      output.out(`Removed block ${id}${typeof body.target === "string" ? ` (${body.target})` : ""}.\n`);
     });
 }

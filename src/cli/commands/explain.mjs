@@ -1,8 +1,11 @@
 // @ts-check
 // tollgate explain <caller> — which limits apply to a caller and why, and
-// where it stands now (DESIGN §15, GET /callers/{caller_key}). Charges nothing.
+// where it stands now (DESIGN §15, GET /callers/{caller_key}). Charges
+// nothing. tollgate reset <caller> — forget its limiter state
+// (DELETE /callers/{caller_key}/state), so its next request starts from a
+// full burst.
 import { segment } from "../admin-client.mjs";
-import { printFields, printJson, printTable, records } from "../output.mjs";
+import { cell, printFields, printJson, printTable, records } from "../output.mjs";
 import { session } from "../session.mjs";
 
 /** @typedef {import("commander").Command} Command */
@@ -15,14 +18,32 @@ export function limitText(/** @type {unknown} */ limit) {
 }
 
 /**
+ * An override or block as one line: what it is, whether it still applies,
+ * until when, and why. `-` for none.
+ * @param {unknown} value the answer's `override` or `block`
+ * @param {string} what `limits` for an override, `target` for a block
+ */
+export function policyText(value, what) {
+  if (typeof value !== "object" || value === null) return "-";
+  const p = /** @type {Record<string, unknown>} */ (value);
+  const parts = [what === "target" ? `block ${cell(p.id)} of ${cell(p.target)}` : cell(p.limits)];
+  parts.push(p.active === false ? "(expired)" : "(active)");
+  if (typeof p.expires_at === "string") parts.push(`until ${p.expires_at}`);
+  if (typeof p.reason === "string" && p.reason !== "") parts.push(`reason: ${p.reason}`);
+  return parts.join(" ");
+}
+
+const CALLER_HELP = "key:<id>, ip:<address or IPv6 /64>, jwt:<hex> or tenant:<slug>";
+
+/**
  * @param {Command} program
  * @param {import("../session.mjs").Runtime} runtime
  */
-export function registerExplainCommand(program, runtime) {
+export function registerCallerCommands(program, runtime) {
   program
     .command("explain")
     .description("show the limits that apply to a caller, their source and state, and any override or block")
-    .argument("<caller>", "key:<id>, ip:<address or IPv6 /64>, jwt:<hex> or tenant:<slug>")
+    .argument("<caller>", CALLER_HELP)
     .action(async (/** @type {string} */ caller, /** @type {{}} */ _options, /** @type {Command} */ command) => {
       const { client, output } = session(command, runtime);
       const { body } = await client.json("GET", `/callers/${segment(caller, "caller")}`);
@@ -30,8 +51,8 @@ export function registerExplainCommand(program, runtime) {
       printFields(output, [
         ["caller", body.caller],
         ["tenant", body.tenant],
-        ["override", body.override],
-        ["block", body.block],
+        ["override", policyText(body.override, "limits")],
+        ["block", policyText(body.block, "target")],
       ]);
       output.out("\n");
       printTable(
@@ -48,5 +69,21 @@ export function registerExplainCommand(program, runtime) {
         records(body.limits),
         "No limits apply.",
       );
+    });
+
+  program
+    .command("reset")
+    .description("forget a caller's limiter state (this isolate's, and its global limits' ledgers), so its next request starts from a full burst")
+    .argument("<caller>", CALLER_HELP)
+    .addHelpText("after", `
+The state is per isolate, like the limits (DESIGN §1): the isolate that
+answers this call forgets it; others keep theirs. A global limit's state
+lives in its ledger, which is emptied too (DESIGN §11).`)
+    .action(async (/** @type {string} */ caller, /** @type {{}} */ _options, /** @type {Command} */ command) => {
+      const { client, output } = session(command, runtime);
+      const { body } = await client.json("DELETE", `/callers/${segment(caller, "caller")}/state`);
+      if (output.json) return printJson(output, body);
+      const ledgers = body.ledger_states_held === undefined ? "" : `, and ${cell(body.ledger_states_held)} in the ledgers of its global limits`;
+      output.out(`Reset ${String(body.caller ?? caller)}: forgot ${cell(body.states_held)} limiter state(s) held under its ${cell(body.limits)} limit(s), on the isolate that answered${ledgers}.\n`);
     });
 }

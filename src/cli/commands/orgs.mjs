@@ -25,7 +25,7 @@ export function registerOrgCommands(program, runtime) {
       if (output.json) return printJson(output, { orgs: list, next_cursor: null });
       printTable(
         output,
-        [["org", (o) => o.org], ["quota", (o) => o.quota], ["created", (o) => o.created_at], ["updated", (o) => o.updated_at]],
+        [["org", (o) => o.org], ["tenants", (o) => o.tenant_count], ["quota", (o) => o.quota], ["created", (o) => o.created_at], ["updated", (o) => o.updated_at]],
         records(list),
         "No orgs.",
       );
@@ -39,11 +39,14 @@ export function registerOrgCommands(program, runtime) {
       const { client, output } = session(command, runtime);
       const { body } = await client.json("GET", `/orgs/${segment(org, "org")}`);
       if (output.json) return printJson(output, body);
+      const tenants = Array.isArray(body.tenants) ? body.tenants.map(String) : [];
       printFields(output, [
         ["org", body.org],
         ["quota", body.quota],
         ["usage", body.usage],
-        ["tenants", body.tenants],
+        ["tenant count", body.tenant_count],
+        // GET /orgs/{org} lists at most its first 500 tenants.
+        ["tenants", tenants.join(", ")],
         ["created", body.created_at],
         ["updated", body.updated_at],
       ]);

@@ -1,8 +1,8 @@
 // @ts-check
 // tollgate usage export|reconcile — the month-end jobs (DESIGN §8, §16).
 // `export` writes the chargeback file as the API sends it; `reconcile`
-// compares metering with the quota objects and exits 1 when they drift,
-// unless --apply corrected it.
+// compares metering with the quota objects, every page of tenants, and exits
+// 1 when they drift, unless --apply corrected it.
 import { writeFile } from "node:fs/promises";
 import { Option } from "commander";
 import { refusedError, usageError } from "../cli-error.mjs";
@@ -26,13 +26,62 @@ export function exportRows(/** @type {string} */ text, /** @type {"csv" | "ndjso
 }
 
 /**
- * The drifting tenants of a reconcile answer, `{drift: [...]}`. An answer
- * without that list is refused rather than read as "no drift".
+ * @typedef {object} ReconcileEntry one tenant of a reconcile answer (DESIGN §16)
+ * @property {string} tenant
+ * @property {"drift" | "adjusted" | "changed" | "unavailable"} status
+ * @property {number} metered_bytes
+ * @property {number | null} quota_bytes
+ * @property {number | null} drift_bytes
+ */
+
+/**
+ * @typedef {object} ReconcileReport every page of POST /usage/reconcile folded into one answer
+ * @property {string} metric
+ * @property {boolean} apply
+ * @property {number} checked tenants compared
+ * @property {number} drifting tenants whose metered total differed (adjusted ones included)
+ * @property {ReconcileEntry[]} tenants only those that drift or could not be checked
+ * @property {null} next_cursor always null: every page was read
+ */
+
+const STATUSES = new Set(["drift", "adjusted", "changed", "unavailable"]);
+
+/**
+ * Adds one page of the reconcile answer (`{metric, apply, checked, drifting,
+ * tenants, next_cursor}`) to `report`. An answer of another shape is refused
+ * rather than read as "no drift".
+ * @param {ReconcileReport} report
  * @param {Record<string, unknown>} body
  */
-export function driftOf(body) {
-  if (!Array.isArray(body.drift)) throw refusedError('POST /usage/reconcile: the answer has no "drift" list');
-  return records(body.drift);
+export function addReconcilePage(report, body) {
+  const { checked, drifting, tenants } = body;
+  if (typeof checked !== "number" || typeof drifting !== "number" || !Array.isArray(tenants)) {
+    throw refusedError('POST /usage/reconcile: the answer has no "checked", "drifting" and "tenants"');
+  }
+  for (const entry of records(tenants)) {
+    if (typeof entry.tenant !== "string" || typeof entry.status !== "string" || !STATUSES.has(entry.status)) {
+      throw refusedError("POST /usage/reconcile: a tenant in the answer has no tenant or a status this CLI does not know");
+    }
+    report.tenants.push(/** @type {ReconcileEntry} */ (/** @type {unknown} */ (entry)));
+  }
+  if (typeof body.metric === "string") report.metric = body.metric;
+  report.checked += checked;
+  report.drifting += drifting;
+}
+
+/**
+ * Why a reconcile run did not finish its job, or null when it did: drift left
+ * uncorrected (a dry run), a tenant whose metering moved between the check
+ * and the write (`changed`), or a quota object that did not answer.
+ * @param {ReconcileReport} report
+ */
+export function reconcileShortfall(report) {
+  const count = (/** @type {ReconcileEntry["status"]} */ status) => report.tenants.filter((t) => t.status === status).length;
+  const reasons = [];
+  if (count("drift") > 0) reasons.push(`drift in ${count("drift")} tenant(s); run 'tollgate usage reconcile --apply' to append adjustment rows`);
+  if (count("changed") > 0) reasons.push(`${count("changed")} tenant(s) metered more while checked and were not adjusted; run it again`);
+  if (count("unavailable") > 0) reasons.push(`${count("unavailable")} tenant(s) could not be checked (quota object unavailable); run it again`);
+  return reasons.length === 0 ? null : reasons.join("; ");
 }
 
 /**
@@ -75,19 +124,54 @@ Example:
 
   usage
     .command("reconcile")
-    .description("compare each tenant's metered bytes with its quota object; exit 1 on drift unless --apply")
+    .description("compare each tenant's metered bytes_stored with its quota object; exit 1 on drift unless --apply")
     .option("--apply", "append one adjustment row per drifting tenant (never rewrites rows)")
-    .action(async (/** @type {{ apply?: boolean }} */ options, /** @type {Command} */ command) => {
+    .option("--tenant <tenant>", "one tenant only")
+    .addHelpText("after", `
+A dry run exits 1 when a tenant drifts; --apply exits 0 once every drift is
+adjusted. Either exits 1 when a tenant could not be checked or changed while
+it was (run it again).
+
+Example (month end: look, then correct):
+  tollgate usage reconcile && echo "no drift" || tollgate usage reconcile --apply`)
+    .action(async (/** @type {{ apply?: boolean, tenant?: string }} */ options, /** @type {Command} */ command) => {
       const { client, output } = session(command, runtime);
       const apply = options.apply === true;
-      const { body } = await client.json("POST", "/usage/reconcile", { query: { apply: apply ? "true" : undefined } });
-      const drift = driftOf(body);
-      if (output.json) printJson(output, body);
-      else {
-        const names = [...new Set(drift.flatMap((row) => Object.keys(row)))];
-        printTable(output, names.map((name) => /** @type {const} */ ([name.replaceAll("_", " "), (row) => row[name]])), drift, "No drift: metering agrees with every quota object.");
-        if (drift.length > 0 && apply) output.out(`Applied ${drift.length} adjustment row(s).\n`);
-      }
-      if (drift.length > 0 && !apply) throw refusedError(`drift in ${drift.length} tenant(s); run 'tollgate usage reconcile --apply' to append adjustment rows`);
+      /** @type {ReconcileReport} */
+      const report = { metric: "bytes_stored", apply, checked: 0, drifting: 0, tenants: [], next_cursor: null };
+      const query = { apply: apply ? "true" : undefined, tenant: options.tenant };
+      // Each page is checked (and, with --apply, corrected) by its own call.
+      for await (const body of client.pages("POST", "/usage/reconcile", query)) addReconcilePage(report, body);
+      // The API checks the tenants that exist; a mistyped --tenant would otherwise read as "no drift".
+      if (options.tenant !== undefined && report.checked === 0) throw refusedError(`no tenant named ${options.tenant}: nothing was checked`);
+      if (output.json) printJson(output, report);
+      else printReconcile(output, report);
+      const shortfall = reconcileShortfall(report);
+      if (shortfall !== null) throw refusedError(shortfall);
     });
+}
+
+/**
+ * @param {import("../output.mjs").Output} output
+ * @param {ReconcileReport} report
+ */
+function printReconcile(output, report) {
+  if (report.tenants.length === 0) {
+    output.out(`No drift: metering agrees with the quota objects of all ${report.checked} tenant(s) checked.\n`);
+    return;
+  }
+  printTable(
+    output,
+    [
+      ["tenant", (t) => t.tenant],
+      ["status", (t) => t.status],
+      ["metered bytes", (t) => t.metered_bytes],
+      ["quota bytes", (t) => t.quota_bytes],
+      ["drift bytes", (t) => t.drift_bytes],
+    ],
+    /** @type {Record<string, unknown>[]} */ (/** @type {unknown} */ (report.tenants)),
+    "",
+  );
+  const adjusted = report.tenants.filter((t) => t.status === "adjusted").length;
+  output.out(`Checked ${report.checked} tenant(s): ${report.drifting} drifting${adjusted > 0 ? `, ${adjusted} adjustment row(s) appended` : ""}.\n`);
 }

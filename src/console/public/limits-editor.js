@@ -1,0 +1,128 @@
+// @ts-check
+// Editing limits as rows — category, (for a tenant) whom it applies to, count,
+// window, burst — instead of raw JSON. Reading the rows builds the API's
+// shape (TenantLimits or KeyLimits) and names each input with the dotted path
+// the API would use for it (`limits.request.key.0.count`), so a 400 lands next
+// to the right input.
+import { el } from "./dom.js";
+import { field, input, numberInput, numberOf } from "./forms.js";
+
+/** @typedef {{ count?: number, window_s?: number, burst?: number }} Limit */
+/** @typedef {{ category: string, subject: string | null, limit: Limit }} Row */
+
+const SUBJECT_LABELS = /** @type {const} */ ({ key: "each key", jwt: "each JWT caller", tenant: "the tenant as a whole" });
+/** The API allows three limits per list; the editor allows a few more so the API's own message can show. */
+const MAX_ROWS = 12;
+
+/**
+ * Rows from a stored value: TenantLimits (`{cat: {key: [..], tenant: [..]}}`) when `tenantShape`, else KeyLimits (`{cat: [..]}`).
+ * @param {unknown} limits
+ * @param {boolean} tenantShape
+ * @returns {Row[]}
+ */
+export function rowsOf(limits, tenantShape) {
+  /** @type {Row[]} */
+  const rows = [];
+  if (typeof limits !== "object" || limits === null) return rows;
+  for (const [category, value] of Object.entries(limits)) {
+    if (tenantShape) {
+      for (const [subject, list] of Object.entries(value ?? {})) {
+        for (const limit of Array.isArray(list) ? list : []) rows.push({ category, subject, limit });
+      }
+    } else {
+      for (const limit of Array.isArray(value) ? value : []) rows.push({ category, subject: null, limit });
+    }
+  }
+  return rows;
+}
+
+/**
+ * A human line for a list of limits: `request: key 100/1 s (burst 200); tenant 1000/1 s`.
+ * @param {unknown} limits
+ * @param {boolean} tenantShape
+ */
+export function describeLimits(limits, tenantShape) {
+  const rows = rowsOf(limits, tenantShape);
+  if (rows.length === 0) return "defaults";
+  return rows
+    .map(({ category, subject, limit }) => `${category}${subject === null ? "" : ` (${subject})`}: ${limit.count ?? "?"} per ${limit.window_s ?? "?"} s${limit.burst === undefined ? "" : `, burst ${limit.burst}`}`)
+    .join("; ");
+}
+
+/**
+ * @param {{ tenantShape: boolean, initial?: unknown, legend?: string }} options
+ */
+export function limitsEditor(options) {
+  const list = el("div", { class: "limit-rows" });
+  const addButton = el("button", { type: "button", onclick: () => addRow(undefined, true) }, "Add a limit");
+  const element = el(
+    "fieldset",
+    { class: "limits" },
+    el("legend", {}, options.legend ?? "Rate limits"),
+    el("p", { class: "hint" }, options.tenantShape ? "Per category: for each key, each JWT caller, or the tenant as a whole. No rows: the configured defaults." : "Per category, at most 3 each; all must fit."),
+    list,
+    addButton,
+  );
+  element.dataset.field = "limits";
+
+  /**
+   * @param {Row | undefined} row
+   * @param {boolean} focus
+   */
+  function addRow(row, focus) {
+    if (list.children.length >= MAX_ROWS) return;
+    const category = input("category", { value: row?.category ?? "request", required: true });
+    const subject = options.tenantShape
+      ? el("select", { name: "subject" }, Object.entries(SUBJECT_LABELS).map(([value, label]) => el("option", { value, selected: value === (row?.subject ?? "key") }, label)))
+      : null;
+    const count = numberInput("count", { value: row?.limit.count ?? "" });
+    const windowS = numberInput("window_s", { value: row?.limit.window_s ?? "" });
+    const burst = numberInput("burst", { value: row?.limit.burst ?? "", placeholder: "= count" });
+    const item = el(
+      "div",
+      { class: "limit-row" },
+      field("Category", category),
+      subject === null ? null : field("Applies to", subject),
+      field("Count", count),
+      field("Window (s)", windowS),
+      field("Burst", burst),
+    );
+    const remove = el("button", { type: "button", class: "link", onclick: () => { item.remove(); addButton.focus(); } }, "Remove");
+    item.appendChild(el("div", { class: "field remove" }, remove));
+    list.appendChild(item);
+    remove.setAttribute("aria-label", `Remove limit ${list.children.length}`);
+    if (focus) category.focus();
+  }
+
+  for (const row of rowsOf(options.initial, options.tenantShape)) addRow(row, false);
+
+  return {
+    element,
+    /**
+     * The API's shape from the rows, numbering each input's `data-field` as the API would.
+     * @returns {Record<string, unknown>}
+     */
+    read() {
+      /** @type {Record<string, any>} */
+      const limits = {};
+      for (const item of list.children) {
+        const get = (/** @type {string} */ name) => /** @type {HTMLInputElement} */ (item.querySelector(`[name="${name}"]`));
+        const category = get("category").value.trim();
+        const subject = options.tenantShape ? get("subject").value : null;
+        const entries = subject === null ? (limits[category] ??= []) : ((limits[category] ??= {})[subject] ??= []);
+        const path = `limits.${category}${subject === null ? "" : `.${subject}`}.${entries.length}`;
+        /** @type {Limit} */
+        const limit = {};
+        for (const name of /** @type {const} */ (["count", "window_s", "burst"])) {
+          const control = get(name);
+          control.dataset.field = `${path}.${name}`;
+          const value = numberOf(control);
+          if (value !== undefined) limit[name] = value;
+        }
+        get("category").dataset.field = `limits.${category}`;
+        entries.push(limit);
+      }
+      return limits;
+    },
+  };
+}

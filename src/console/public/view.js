@@ -1,0 +1,107 @@
+// @ts-check
+// What every view gets and shares: the context the router hands it, the page
+// frame (one h1 the router focuses after a navigation), links between views
+// and the pager for the API's `next_cursor`.
+import { el, notice } from "./dom.js";
+
+/**
+ * @typedef {Object} ViewContext
+ * @property {import("./api.js").Api} api
+ * @property {boolean} canWrite false for the auditor: every write control is disabled
+ * @property {ReadonlyArray<string>} params path segments after the view's name (`#/tenants/acme` → ["acme"])
+ * @property {URLSearchParams} query the hash's query (`#/audit?cursor=42`)
+ * @property {(node: Node) => void} show replaces the page; ignored once the operator has moved on
+ * @property {(hash: string) => void} go navigates to another view
+ * @property {(message?: string) => void} reload renders this view again, with a status line
+ * @property {string | null} flash the status line `reload` was given, shown by `page`
+ */
+
+/** @typedef {(ctx: ViewContext) => Promise<void>} View */
+
+/**
+ * `#/tenants/acme?cursor=x`, leaving out empty query values.
+ * @param {string} path
+ * @param {Record<string, string | null | undefined>} [query]
+ */
+export function hashFor(path, query = {}) {
+  const params = new URLSearchParams();
+  for (const [name, value] of Object.entries(query)) if (value !== null && value !== undefined && value !== "") params.set(name, value);
+  const text = params.toString();
+  return `#/${path}${text === "" ? "" : `?${text}`}`;
+}
+
+/**
+ * @param {string} text
+ * @param {string} path
+ * @param {Record<string, string | null | undefined>} [query]
+ */
+export function link(text, path, query) {
+  return el("a", { href: hashFor(path, query) }, text);
+}
+
+/**
+ * The frame of a page: its heading (focusable, so the router can move focus
+ * there), the flash line, then the content.
+ * @param {ViewContext} ctx
+ * @param {string} title
+ * @param {...(Node | null | false)} children
+ */
+export function page(ctx, title, ...children) {
+  document.title = `${title} · Tollgate console`;
+  return el("div", { class: "page" }, el("h1", { tabindex: -1 }, title), ctx.flash === null ? null : notice("status", ctx.flash), ...children);
+}
+
+/**
+ * @param {string} title
+ * @param {...(Node | string | null | false)} children
+ */
+export function section(title, ...children) {
+  return el("section", { class: "section" }, el("h2", {}, title), ...children);
+}
+
+/**
+ * "Newest"/"First page" and "Next page" links for a paged listing.
+ * @param {string} path
+ * @param {Record<string, string | null | undefined>} query the current query, cursor included
+ * @param {string | null} nextCursor
+ * @param {string} [firstLabel]
+ */
+export function pager(path, query, nextCursor, firstLabel = "First page") {
+  const links = [];
+  if (query.cursor) links.push(link(firstLabel, path, { ...query, cursor: null }));
+  if (nextCursor !== null) links.push(link("Next page", path, { ...query, cursor: nextCursor }));
+  return links.length === 0 ? null : el("nav", { class: "pager", "aria-label": "Pages" }, links);
+}
+
+/**
+ * A read-only form (filters, pickers): submitting it navigates, it changes nothing.
+ * @param {string} label
+ * @param {(form: HTMLFormElement) => void} onSubmit
+ * @param {...Node} children
+ */
+export function searchForm(label, onSubmit, ...children) {
+  const form = el("form", { class: "search", role: "search", "aria-label": label, novalidate: true }, ...children);
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    onSubmit(form);
+  });
+  return form;
+}
+
+/**
+ * A value of a form's control by name.
+ * @param {HTMLFormElement} form
+ * @param {string} name
+ */
+export function valueOf(form, name) {
+  const control = form.elements.namedItem(name);
+  return control instanceof HTMLInputElement || control instanceof HTMLSelectElement ? control.value.trim() : "";
+}
+
+/**
+ * `yes` / `expired` for an override's or block's `active`.
+ * @param {boolean} active
+ */
+export function activeBadge(active) {
+  return el("span", { class: active ? "badge ok" : "badge muted" }, active ? "active" : "expired");
+}

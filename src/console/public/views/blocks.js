@@ -1,0 +1,76 @@
+// @ts-check
+// #/blocks: callers, tenants and networks refused with 403 `blocked` before
+// any other check, optionally until a time, with a reason. Blocking a target
+// again replaces its expiry and reason.
+import { seg } from "../api.js";
+import { confirmAction } from "../confirm.js";
+import { el, notice, table, time } from "../dom.js";
+import { expiryField, field, input, onSubmit, writeButton, writeForm } from "../forms.js";
+import { activeBadge, link, page, pager, section } from "../view.js";
+
+/** @typedef {{ id: number, target: string, expires_at: string | null, reason: string | null, created_at: string, active: boolean }} Block */
+
+/** @param {import("../view.js").ViewContext} ctx */
+function blockForm(ctx) {
+  const target = input("target", { required: true, placeholder: "ip:203.0.113.7 or net:203.0.113.0/24" });
+  const expiry = expiryField("1d");
+  const reason = input("reason", { maxlength: 256 });
+  const form = writeForm(
+    { legend: "Block a caller, tenant or network", canWrite: ctx.canWrite, submit: "Block" },
+    field("Target", target, { field: "target", hint: "ip:<address>, net:<CIDR>, key:<id>, jwt:<64 hex> or tenant:<slug>." }),
+    el("div", { class: "row" }, expiry.element, field("Reason", reason, { field: "reason", hint: "Optional; shown in this list and the audit log." })),
+  );
+  onSubmit(form, async () => {
+    const reasonText = reason.value.trim();
+    const block = await ctx.api.post("/blocks", { target: target.value.trim(), expires_at: expiry.read(), reason: reasonText === "" ? null : reasonText });
+    ctx.reload(`Blocked ${block.target}.`);
+  });
+  return form;
+}
+
+/**
+ * @param {import("../view.js").ViewContext} ctx
+ * @param {Block} block
+ */
+function removeButton(ctx, block) {
+  const button = writeButton({
+    label: "Remove",
+    name: `Remove the block of ${block.target}`,
+    danger: true,
+    canWrite: ctx.canWrite,
+    onClick: async () => {
+      const sure = await confirmAction({ title: "Remove this block?", message: `${block.target} is admitted again (within the cache TTL on other isolates).`, confirm: "Remove block" });
+      if (!sure) return;
+      try {
+        await ctx.api.del(`/blocks/${seg(String(block.id))}`);
+        ctx.reload(`Block of ${block.target} removed.`);
+      } catch (error) {
+        button.after(notice("alert", error instanceof Error ? error.message : "The block could not be removed."));
+      }
+    },
+  });
+  return button;
+}
+
+/** @param {string} target */
+function targetCell(target) {
+  // Networks have no caller to explain; everything else links to its explanation.
+  return target.startsWith("net:") ? el("code", {}, target) : link(target, "explain", { caller: target });
+}
+
+/** @type {import("../view.js").View} */
+export async function blocksView(ctx) {
+  const cursor = ctx.query.get("cursor") ?? undefined;
+  const answer = await ctx.api.get("/blocks", { cursor });
+  /** @type {Block[]} */
+  const blocks = answer.blocks;
+  const rows = blocks.map((b) => [String(b.id), targetCell(b.target), time(b.expires_at), b.reason ?? "—", activeBadge(b.active), time(b.created_at), removeButton(ctx, b)]);
+  ctx.show(
+    page(
+      ctx,
+      "Blocks",
+      section("Blocks", table("Blocks", ["Id", "Target", "Expires", "Reason", "State", "Created", ""], rows, "No blocks."), pager("blocks", { cursor }, answer.next_cursor)),
+      blockForm(ctx),
+    ),
+  );
+}

@@ -1,0 +1,118 @@
+// @ts-check
+// #/explain?caller=…: what applies to one caller and why (GET /callers/{key},
+// DESIGN §15): each limit with its source, scope and where the caller stands
+// under it now, any override and any block; and resetting its limiter state
+// (DELETE /callers/{key}/state). Asking charges the caller nothing.
+import { ApiError, seg } from "../api.js";
+import { confirmAction } from "../confirm.js";
+import { el, formatCount, notice, table, time } from "../dom.js";
+import { field, input, writeButton } from "../forms.js";
+import { describeLimits } from "../limits-editor.js";
+import { activeBadge, link, page, searchForm, section, valueOf } from "../view.js";
+
+/**
+ * @typedef {{ category: string, subject: string, source: string, scope: string,
+ *   limit: { count: number, window_s: number, burst?: number }, remaining: number, reset_ms: number }} Applied
+ */
+
+/** Why a limit applies, by its `source`, most specific first. */
+const SOURCES = /** @type {Record<string, string>} */ ({
+  override: "an override for this caller",
+  key: "the key's own limits",
+  tenant: "its tenant's limits",
+  category: "the category's configured default",
+  builtin: "the built-in default",
+});
+
+/** @param {number} ms */
+function duration(ms) {
+  if (ms <= 0) return "now";
+  if (ms < 1000) return `${ms} ms`;
+  if (ms < 120_000) return `${(ms / 1000).toFixed(1)} s`;
+  return `${Math.round(ms / 60_000)} min`;
+}
+
+/** @param {Applied} applied */
+function limitText(applied) {
+  const { count, window_s: windowS, burst } = applied.limit;
+  return `${formatCount(count)} per ${windowS} s${burst === undefined ? "" : `, burst ${formatCount(burst)}`}`;
+}
+
+/**
+ * @param {import("../view.js").ViewContext} ctx
+ * @param {string} caller
+ */
+function resetButton(ctx, caller) {
+  const button = writeButton({
+    label: "Reset limiter state",
+    canWrite: ctx.canWrite,
+    onClick: async () => {
+      const sure = await confirmAction({ title: `Reset ${caller}?`, message: "Forgets where this caller stands under its limits on this isolate (and in the ledger for global limits), so it starts afresh. Audited.", confirm: "Reset state" });
+      if (!sure) return;
+      try {
+        await ctx.api.del(`/callers/${seg(caller)}/state`);
+        ctx.reload(`Limiter state of ${caller} reset.`);
+      } catch (error) {
+        button.after(notice("alert", error instanceof Error ? error.message : "The state could not be reset."));
+      }
+    },
+  });
+  return button;
+}
+
+/**
+ * @param {import("../view.js").ViewContext} ctx
+ * @param {any} answer
+ */
+function explanation(ctx, answer) {
+  /** @type {Applied[]} */
+  const limits = answer.limits ?? [];
+  const rows = limits.map((l) => [l.category, l.subject, SOURCES[l.source] ?? l.source, l.scope, limitText(l), formatCount(l.remaining), duration(l.reset_ms)]);
+  const block = answer.block;
+  const override = answer.override;
+  return el(
+    "div",
+    {},
+    block === null || block === undefined
+      ? el("p", { class: "notice" }, "Not blocked.")
+      : el("p", { class: "notice error" }, "Blocked: ", el("code", {}, block.target), " · ", activeBadge(block.active), " · until ", block.expires_at === null ? "removed" : time(block.expires_at), block.reason === null ? "" : ` · ${block.reason}`),
+    el("p", { class: "meta" }, "Tenant: ", answer.tenant === null ? "none" : link(answer.tenant, `tenants/${encodeURIComponent(answer.tenant)}`)),
+    section(
+      "Limits that apply",
+      el("p", { class: "hint" }, "Remaining and reset are this isolate's state (a global limit's: the ledger's). Another isolate may have seen the caller differently."),
+      table(`Limits that apply to ${answer.caller}`, ["Category", "Subject", "Why", "Scope", "Limit", "Remaining", "Full again in"], rows, "No limits apply."),
+    ),
+    section(
+      "Override",
+      override === null || override === undefined
+        ? el("p", {}, "None.")
+        : el("p", {}, describeLimits(override.limits, false), " · ", activeBadge(override.active), " · ", override.expires_at === null ? "no expiry" : el("span", {}, "until ", time(override.expires_at)), override.reason === null ? "" : ` · ${override.reason}`),
+    ),
+    section("Limiter state", resetButton(ctx, answer.caller)),
+  );
+}
+
+/** @type {import("../view.js").View} */
+export async function explainView(ctx) {
+  const caller = ctx.query.get("caller") ?? "";
+  const form = searchForm(
+    "Explain a caller",
+    (f) => ctx.go(`#/explain?caller=${encodeURIComponent(valueOf(f, "caller"))}`),
+    field("Caller key", input("caller", { value: caller, required: true, placeholder: "key:<id>, ip:<address>, jwt:<hex> or tenant:<slug>" })),
+    el("button", { type: "submit" }, "Explain"),
+  );
+  if (caller === "") {
+    ctx.show(page(ctx, "Explain a caller", el("p", {}, "Which limits apply to a caller, where each comes from, where it stands now, and whether it is overridden or blocked."), form));
+    return;
+  }
+  let answer;
+  try {
+    answer = await ctx.api.get(`/callers/${seg(caller)}`);
+  } catch (error) {
+    // A malformed or unknown caller: say so under the form, so another can be asked.
+    if (!(error instanceof ApiError) || (error.status !== 400 && error.status !== 404)) throw error;
+    ctx.show(page(ctx, "Explain a caller", form, notice("alert", error.message)));
+    return;
+  }
+  ctx.show(page(ctx, `Explain ${answer.caller}`, form, explanation(ctx, answer)));
+}

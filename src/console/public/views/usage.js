@@ -1,0 +1,151 @@
+// @ts-check
+// #/usage?tenant=&from=&to=: metered usage by month from the chargeback
+// export (NDJSON), drawn as bar charts; with a tenant, its live quota gauges
+// too. Without one, a chart of requests per tenant.
+import { ApiError, seg } from "../api.js";
+import { barChart, quotaGauges } from "../charts.js";
+import { el, formatBytes, formatCount, table } from "../dom.js";
+import { field, input, reportError } from "../forms.js";
+import { link, page, searchForm, section, valueOf } from "../view.js";
+
+/** @typedef {{ tenant: string, period: string, metric: string, value: number, status: string }} Row */
+
+const METRICS = /** @type {const} */ ([
+  ["requests", "Requests", formatCount],
+  ["bytes_in", "Bytes received", formatBytes],
+  ["bytes_stored", "Bytes stored (net change)", formatBytes],
+]);
+/** Tenants charted at once without a tenant filter, busiest first. */
+const MAX_TENANT_CHARTS = 12;
+/** Months shown by default: this one and the eleven before. */
+const DEFAULT_MONTHS = 12;
+
+/** @param {number} index months since year 0 */
+function periodAt(index) {
+  return `${String(Math.floor(index / 12)).padStart(4, "0")}-${String((index % 12) + 1).padStart(2, "0")}`;
+}
+
+/** @param {string} period YYYY-MM */
+function indexOf(period) {
+  return Number(period.slice(0, 4)) * 12 + Number(period.slice(5, 7)) - 1;
+}
+
+/**
+ * Every month from `from` to `to`, both included (none when the range is backwards or bad).
+ * @param {string} from
+ * @param {string} to
+ */
+export function periodsBetween(from, to) {
+  const periods = [];
+  for (let i = indexOf(from); i <= indexOf(to) && periods.length <= 240; i += 1) periods.push(periodAt(i));
+  return periods;
+}
+
+/** @param {string} text */
+function parseNdjson(text) {
+  /** @type {Row[]} */
+  const rows = [];
+  for (const line of text.split("\n")) if (line.trim() !== "") rows.push(JSON.parse(line));
+  return rows;
+}
+
+/**
+ * @param {ReadonlyArray<Row>} rows
+ * @param {ReadonlyArray<string>} periods
+ * @param {string} metric
+ */
+function seriesOf(rows, periods, metric) {
+  const byPeriod = new Map(rows.filter((r) => r.metric === metric).map((r) => [r.period, r.value]));
+  return periods.map((p) => byPeriod.get(p) ?? 0);
+}
+
+/**
+ * @param {ReadonlyArray<Row>} rows
+ * @param {ReadonlyArray<string>} periods
+ */
+function tenantCharts(rows, periods) {
+  const figures = periods.map((p) => [p, ...METRICS.map(([metric, , format]) => format(rows.find((r) => r.period === p && r.metric === metric)?.value ?? 0))]);
+  return el(
+    "div",
+    {},
+    METRICS.map(([metric, label, format]) => el("figure", { class: "chart-box" }, el("figcaption", {}, label), barChart({ title: label, periods, values: seriesOf(rows, periods, metric), format, whole: true }))),
+    el("details", {}, el("summary", {}, "Figures by month"), table("Usage by month", ["Month", ...METRICS.map(([, label]) => label)], figures)),
+  );
+}
+
+/**
+ * @param {ReadonlyArray<Row>} rows
+ * @param {ReadonlyArray<string>} periods
+ * @param {{ from: string, to: string }} range
+ */
+function allTenantCharts(rows, periods, range) {
+  /** @type {Map<string, Row[]>} */
+  const byTenant = new Map();
+  for (const row of rows) byTenant.set(row.tenant, [...(byTenant.get(row.tenant) ?? []), row]);
+  const total = (/** @type {Row[]} */ list) => list.filter((r) => r.metric === "requests").reduce((sum, r) => sum + r.value, 0);
+  const busiest = [...byTenant.entries()].sort((a, b) => total(b[1]) - total(a[1])).slice(0, MAX_TENANT_CHARTS);
+  if (busiest.length === 0) return el("p", { class: "empty" }, "No usage metered in these months.");
+  return el(
+    "div",
+    { class: "chart-grid" },
+    byTenant.size > busiest.length ? el("p", { class: "hint" }, `The ${busiest.length} busiest of ${byTenant.size} tenants.`) : null,
+    busiest.map(([tenant, list]) =>
+      el(
+        "figure",
+        { class: "chart-box" },
+        el("figcaption", {}, link(tenant, "usage", { tenant, ...range }), ": requests"),
+        barChart({ title: `Requests of ${tenant}`, periods, values: seriesOf(list, periods, "requests"), format: formatCount, small: true, whole: true }),
+      ),
+    ),
+  );
+}
+
+/** @type {import("../view.js").View} */
+export async function usageView(ctx) {
+  const now = new Date();
+  const current = indexOf(`${now.getUTCFullYear()}-${String(now.getUTCMonth() + 1).padStart(2, "0")}`);
+  const tenant = ctx.query.get("tenant") ?? "";
+  const from = ctx.query.get("from") || periodAt(current - DEFAULT_MONTHS + 1);
+  const to = ctx.query.get("to") || periodAt(current);
+  const form = searchForm(
+    "Usage range",
+    (f) => ctx.go(`#/usage?${new URLSearchParams({ tenant: valueOf(f, "tenant"), from: valueOf(f, "from"), to: valueOf(f, "to") })}`),
+    el(
+      "div",
+      { class: "row" },
+      field("Tenant", input("tenant", { value: tenant, placeholder: "all tenants" }), { field: "tenant" }),
+      field("From month", input("from", { type: "month", value: from }), { field: "from" }),
+      field("To month", input("to", { type: "month", value: to }), { field: "to" }),
+    ),
+    el("div", { class: "actions" }, el("button", { type: "submit" }, "Show usage")),
+    el("div", { class: "form-alert", role: "alert" }),
+  );
+  const range = { from, to };
+  let body;
+  try {
+    const text = await ctx.api.text("/usage/export", { format: "ndjson", from, to, tenant: tenant || undefined });
+    const rows = parseNdjson(text);
+    const periods = periodsBetween(from, to);
+    if (tenant === "") {
+      body = section("Requests per tenant by month", allTenantCharts(rows, periods, range));
+    } else {
+      const usage = await ctx.api.get(`/tenants/${seg(tenant)}/usage`);
+      body = el(
+        "div",
+        {},
+        section(
+          "Quota use now",
+          quotaGauges(usage, usage.quota),
+          el("p", { class: "meta" }, `Requests this month: ${formatCount(usage.requests_this_month)} · `, link("tenant settings", `tenants/${encodeURIComponent(tenant)}`)),
+        ),
+        section("By month", el("p", { class: "hint" }, "Metering reaches the database every flush interval; the current month is provisional."), tenantCharts(rows, periods)),
+      );
+    }
+  } catch (error) {
+    if (!(error instanceof ApiError) || (error.status !== 400 && error.status !== 404)) throw error;
+    ctx.show(page(ctx, "Usage", form));
+    reportError(form, error);
+    return;
+  }
+  ctx.show(page(ctx, tenant === "" ? "Usage" : `Usage of ${tenant}`, form, body));
+}
