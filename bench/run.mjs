@@ -11,13 +11,20 @@
 //      (d) Tollgate with mode "off", (e) (b) without the request log;
 //      interleaved rounds, throughput (closed loop) then latency (open loop
 //      at one fixed rate)
-//   2. D1 queries and Durable Object calls per 1,000 requests in (b) and (c)
-//   3. abuse: 20,000 random keys from random addresses, a legitimate probe
-//   4. a CPU profile of (b), to say where its time goes
-//   5. streams: messages/s through the gateway against a direct connection,
+//   2. the gateway's own CPU per request (workerd CPU time / answers, less
+//      the bare Worker's): a hot key, a hot JWT, an anonymous caller, a 429,
+//      a 401, the first request of a new JWT per algorithm, a 100 KB SSE
+//      stream with and without response_charge (bench/lib/gateway-cpu.mjs)
+//   3. D1 queries and Durable Object calls per 1,000 requests in (b) and (c)
+//   4. abuse: 20,000 random keys from random addresses, a legitimate probe
+//   5. CPU profiles of (b), a 429 and a 401, to say where their time goes
+//   6. streams: messages/s through the gateway against a direct connection,
 //      and the isolate's heap per open stream (bench/lib/streams.mjs; alone:
 //      `npm run bench:streams`)
-//   6. bench/results/latest.json, bench/results/latency.svg, a Markdown summary
+//   7. bench/results/latest.json, bench/results/latency.svg, a Markdown summary
+//
+// `--only=cpu,profile` (any of engine, e2e, cpu, counts, abuse, profile,
+// streams) runs those parts alone and writes bench/results/partial.json.
 import { spawn } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { SourceMap } from "node:module";
@@ -29,10 +36,12 @@ import { cleanupAll, onCleanup } from "./lib/cleanup.mjs";
 import { runCounts } from "./lib/counts.mjs";
 import { profileWhile, summariseProfile } from "./lib/cpu-profile.mjs";
 import { runEndToEnd } from "./lib/e2e.mjs";
-import { adminToken, LIMITED_KEY_LIMIT, LIMITED_TENANT, tollgateConfig, UNLIMITED_TENANT } from "./lib/gateway-config.mjs";
+import { adminToken, EXHAUSTED_TENANT, LIMITED_KEY_LIMIT, LIMITED_TENANT, tollgateConfig, UNLIMITED_TENANT } from "./lib/gateway-config.mjs";
 import { applyMigrations, buildGateway, freePort, readCompatibility, seedTenantAndKey, startWorker, waitHealthy } from "./lib/instances.mjs";
 import { runLoad } from "./lib/load.mjs";
 import { machineInfo } from "./lib/machine.mjs";
+import { CPU_SETTINGS, cpuSummary, cpuTargets, runGatewayCpu } from "./lib/gateway-cpu.mjs";
+import { benchJwt } from "./lib/jwt-tokens.mjs";
 import { evaluateTargets, markdownSummary } from "./lib/report.mjs";
 import { latencySvg } from "./lib/svg.mjs";
 import { benchStreams, STREAMS_SETTINGS, streamsSummary } from "./lib/streams.mjs";
@@ -44,6 +53,12 @@ const RESULTS = join(BENCH, "results");
 const STATE = join(BENCH, ".state");
 const BUILD = join(BENCH, ".build");
 const QUICK = process.argv.includes("--quick");
+const PARTS = ["engine", "e2e", "cpu", "counts", "abuse", "profile", "streams"];
+const ONLY = process.argv.find((a) => a.startsWith("--only="))?.slice("--only=".length).split(",") ?? null;
+if (ONLY !== null && ONLY.some((p) => !PARTS.includes(p))) throw new Error(`--only takes some of ${PARTS.join(", ")}`);
+const runs = (part) => ONLY === null || ONLY.includes(part);
+/** `--save-profiles`: also write each raw profile to bench/results/profile-<case>.cpuprofile (for DevTools; not committed). */
+const SAVE_PROFILES = process.argv.includes("--save-profiles");
 /** The whole run stops itself (cleanly) past this. */
 const WATCHDOG_S = 15 * 60;
 const ENGINE_TIMEOUT_S = 8 * 60;
@@ -53,12 +68,14 @@ const SETTINGS = QUICK
       e2e: { connections: 8, warmupS: 1, durationS: 2, rounds: 3, latencyRatePerS: 400, latencyDurationS: 2, latencyRounds: 3 },
       counts: { connections: 8, bDurationS: 3, uploads: 200, dedupUploads: 100, dedupNames: 20 },
       abuse: { floodRequests: 4000, floodConnections: 32, floodMaxS: 60, probeRatePerS: 50, probeAloneS: 3 },
+      cpu: CPU_SETTINGS.quick,
       profileS: 2,
     }
   : {
       e2e: { connections: 8, warmupS: 2, durationS: 4, rounds: 3, latencyRatePerS: 400, latencyDurationS: 10, latencyRounds: 3 },
       counts: { connections: 8, bDurationS: 12, uploads: 1000, dedupUploads: 300, dedupNames: 50 },
       abuse: { floodRequests: 20_000, floodConnections: 32, floodMaxS: 120, probeRatePerS: 50, probeAloneS: 10 },
+      cpu: CPU_SETTINGS.full,
       profileS: 5,
     };
 
@@ -127,7 +144,7 @@ async function main() {
 
   const result = { quick: QUICK, machine: machineInfo(ROOT), settings: SETTINGS };
   log(`machine: ${result.machine.cpu_model} × ${result.machine.cpu_count}, ${result.machine.total_memory_mib} MiB, Node ${result.machine.node}, wrangler ${result.machine.wrangler}`);
-  result.engine = await engineBench();
+  if (runs("engine")) result.engine = await engineBench();
 
   log("building the gateway bundle (wrangler deploy --dry-run)");
   const bundle = buildGateway(ROOT, BUILD);
@@ -138,13 +155,16 @@ async function main() {
   onCleanup(() => origin.close());
   const originUrl = `http://127.0.0.1:${origin.port}`;
   log(`origin on ${originUrl}`);
+  // A static-key JWT issuer in every gateway's config; its tokens name the tenant "bench".
+  const jwt = await benchJwt("bench");
+  const withJwt = { jwt: { issuers: [jwt.issuer] } };
 
   // 1. End to end.
-  {
+  if (runs("e2e")) {
     const bare = await startWorker({ name: "bare", scriptPath: join(BENCH, "bare-worker.js"), bindings: { ORIGIN_URL: originUrl }, compat });
-    const gateway = await startGateway("gateway", bundle, compat, originUrl, token);
-    const off = await startGateway("gateway-off", bundle, compat, originUrl, token, "off");
-    const noLog = await startGateway("gateway-no-log", bundle, compat, originUrl, token, "enforce", {}, { request_log: false });
+    const gateway = await startGateway("gateway", bundle, compat, originUrl, token, "enforce", {}, withJwt);
+    const off = await startGateway("gateway-off", bundle, compat, originUrl, token, "off", {}, withJwt);
+    const noLog = await startGateway("gateway-no-log", bundle, compat, originUrl, token, "enforce", {}, { ...withJwt, request_log: false });
     const key = await seedTenantAndKey(gateway.url, token, "bench", UNLIMITED_TENANT, "bench (b, c)");
     const noLogKey = await seedTenantAndKey(noLog.url, token, "bench", UNLIMITED_TENANT, "bench (e)");
     const auth = { authorization: `Bearer ${key}` };
@@ -167,8 +187,21 @@ async function main() {
     await bare.stop();
   }
 
-  // 2. I/O counts.
-  {
+  // 2. The gateway's own CPU per request.
+  if (runs("cpu")) {
+    const bare = await startWorker({ name: "bare-cpu", scriptPath: join(BENCH, "bare-worker.js"), bindings: { ORIGIN_URL: originUrl }, compat });
+    const gateway = await startGateway("gateway-cpu", bundle, compat, originUrl, token, "enforce", {}, withJwt);
+    const hot = await seedTenantAndKey(gateway.url, token, "bench", UNLIMITED_TENANT, "bench (cpu)");
+    const exhausted = await seedTenantAndKey(gateway.url, token, "exhausted", EXHAUSTED_TENANT, "over its limit (cpu)");
+    const c = SETTINGS.cpu;
+    log(`gateway CPU per request: ${c.rounds} rounds × ${c.durationS} s per case, workerd CPU time per answer (bare ${bare.url}, gateway ${gateway.url})`);
+    result.gateway_cpu = await runGatewayCpu({ bare, gateway, keys: { hot, exhausted }, jwt }, c, log);
+    await gateway.stop();
+    await bare.stop();
+  }
+
+  // 3. I/O counts.
+  if (runs("counts")) {
     log("counting D1 queries and Durable Object calls (bench/count-worker.js around the same bundle)");
     const counter = await startGateway("count", join(BENCH, "count-worker.js"), compat, originUrl, token);
     const key = await seedTenantAndKey(counter.url, token, "bench", UNLIMITED_TENANT, "bench (counts)");
@@ -176,10 +209,10 @@ async function main() {
     await counter.stop();
   }
 
-  // 3. Abuse. The gateway runs inside the counting wrapper, so the flood's
+  // 4. Abuse. The gateway runs inside the counting wrapper, so the flood's
   // D1 lookups are counted too (the wrapper adds a function call per D1 or
   // Durable Object call, nothing per request otherwise).
-  {
+  if (runs("abuse")) {
     log(`abuse: ${SETTINGS.abuse.floodRequests} requests with fresh random keys and addresses; legitimate probe at ${SETTINGS.abuse.probeRatePerS}/s`);
     const inspectorPort = await freePort();
     const target = await startGateway("abuse", join(BENCH, "count-worker.js"), compat, originUrl, token, "enforce", { inspectorPort });
@@ -196,28 +229,40 @@ async function main() {
     await bare.stop();
   }
 
-  // 4. Where (b)'s time goes.
-  {
+  // 5. Where the time goes: a CPU profile of (b), and of the two refusals.
+  if (runs("profile")) {
     const inspectorPort = await freePort();
     const profiled = await startGateway("profiled", bundle, compat, originUrl, token, "enforce", { inspectorPort });
     const key = await seedTenantAndKey(profiled.url, token, "bench", UNLIMITED_TENANT, "bench (profile)");
-    const spec = { url: profiled.url, kind: "get", path: "/bench/item?x=1", headers: { authorization: `Bearer ${key}` }, connections: SETTINGS.e2e.connections };
-    await runLoad({ ...spec, durationS: 2 });
-    log(`profiling (b) for ${SETTINGS.profileS} s through the inspector`);
-    const { profile, result: load } = await profileWhile(inspectorPort, "profiled", () => runLoad({ ...spec, durationS: SETTINGS.profileS }));
-    result.profile = { seconds: SETTINGS.profileS, requests_per_s: load.requests_per_s, summary: summariseProfile(profile, "index.js", sourceMap, 20) };
+    const exhausted = await seedTenantAndKey(profiled.url, token, "exhausted", EXHAUSTED_TENANT, "over its limit (profile)");
+    const base = { url: profiled.url, kind: "get", path: "/bench/item?x=1", connections: SETTINGS.e2e.connections };
+    const cases = {
+      key: { ...base, headers: { authorization: `Bearer ${key}` } },
+      rate_limited: { ...base, headers: { authorization: `Bearer ${exhausted}` } },
+      invalid_key: { ...base, kind: "flood" },
+    };
+    result.profiles = {};
+    for (const [name, spec] of Object.entries(cases)) {
+      await runLoad({ ...spec, durationS: 2 });
+      log(`profiling ${name} for ${SETTINGS.profileS} s through the inspector`);
+      const { profile, result: load } = await profileWhile(inspectorPort, "profiled", () => runLoad({ ...spec, durationS: SETTINGS.profileS }));
+      const entry = { seconds: SETTINGS.profileS, requests_per_s: load.requests_per_s, status: load.status, summary: summariseProfile(profile, "index.js", sourceMap, 20) };
+      if (name === "key") result.profile = entry;
+      else result.profiles[name] = entry;
+      if (SAVE_PROFILES) writeFileSync(join(RESULTS, `profile-${name}.cpuprofile`), JSON.stringify(profile));
+    }
     await profiled.stop();
   }
 
-  // 5. Streams.
-  result.streams = await benchStreams({ root: ROOT, bundle, compat, token, stateDir: STATE, settings: QUICK ? STREAMS_SETTINGS.quick : STREAMS_SETTINGS.full, log });
+  // 6. Streams.
+  if (runs("streams")) result.streams = await benchStreams({ root: ROOT, bundle, compat, token, stateDir: STATE, settings: QUICK ? STREAMS_SETTINGS.quick : STREAMS_SETTINGS.full, log });
 
-  result.targets = evaluateTargets(result);
+  result.targets = [...evaluateTargets(result), ...(result.gateway_cpu ? cpuTargets(result.gateway_cpu) : [])];
   result.total_runtime_s = Math.round((Date.now() - startedAt) / 1000);
   mkdirSync(RESULTS, { recursive: true });
-  const jsonName = QUICK ? "quick.json" : "latest.json";
+  const jsonName = ONLY !== null ? "partial.json" : QUICK ? "quick.json" : "latest.json";
   writeFileSync(join(RESULTS, jsonName), `${JSON.stringify(result, null, 2)}\n`);
-  if (!QUICK) {
+  if (!QUICK && ONLY === null) {
     const e = result.end_to_end.settings;
     writeFileSync(
       join(RESULTS, "latency.svg"),
@@ -228,8 +273,9 @@ async function main() {
     );
   }
   console.log(`\n${markdownSummary(result)}`);
-  console.log(`\n${streamsSummary(result.streams)}`);
-  log(`wrote bench/results/${jsonName}${QUICK ? "" : " and bench/results/latency.svg"}`);
+  if (result.gateway_cpu) console.log(`\n${cpuSummary(result.gateway_cpu)}`);
+  if (result.streams) console.log(`\n${streamsSummary(result.streams)}`);
+  log(`wrote bench/results/${jsonName}${QUICK || ONLY !== null ? "" : " and bench/results/latency.svg"}`);
 }
 
 try {

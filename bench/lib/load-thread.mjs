@@ -60,6 +60,23 @@ function requestsFor(spec) {
         },
       ];
     }
+    case "tokens": {
+      // Each request presents the next of spec.tokens (a JWT signed beforehand), once: every one is new to the gateway.
+      let n = 0;
+      return [
+        {
+          method: "GET",
+          path: spec.path,
+          onResponse,
+          setupRequest(req) {
+            const token = spec.tokens[n % spec.tokens.length];
+            n += 1;
+            req.headers = { ...headers, authorization: `Bearer ${token}` };
+            return req;
+          },
+        },
+      ];
+    }
     case "flood":
       return [
         {

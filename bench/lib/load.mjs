@@ -9,8 +9,8 @@ const GRACE_S = 30;
 
 /**
  * Closed loop (autocannon, load-thread.mjs): spec {url, kind:
- * "get"|"upload"|"flood", connections, durationS | amount, path?, headers?,
- * prefix?, bodyBytes?, names?, keyShape?, label?, maxS?}.
+ * "get"|"upload"|"flood"|"tokens", connections, durationS | amount, path?, headers?,
+ * prefix?, bodyBytes?, names?, keyShape?, tokens?, label?, maxS?}.
  * Open loop at a fixed rate (paced-thread.mjs) when spec.ratePerS is set:
  * {url, kind: "get"|"upload", ratePerS, durationS, warmupS?, path?, headers?,
  * prefix?, bodyBytes?, maxSockets?, keepSlowMs?}.

@@ -171,11 +171,21 @@ export function markdownSummary(r) {
     const p = r.profile;
     out.push(`## Where (b)'s time goes (CPU profile of the gateway's isolate, ${p.seconds} s of (b) load, ${p.requests_per_s} req/s under the profiler)`);
     out.push("");
-    out.push(`Busy time: ${Math.round(p.summary.busy_split.worker_javascript * 100)} % Worker JavaScript (Tollgate, hono, zod, drizzle), ${Math.round(p.summary.busy_split.garbage_collector * 100)} % GC, ${Math.round(p.summary.busy_split.runtime_native_and_other * 100)} % runtime (native: fetch, streams, Headers, Response). A native call's time is counted in the JavaScript function that made it when V8 shows no frame for it: \`console.log\` (the request-log line) lands in \`afterRequest\`, and weighs more here than without an inspector attached, which is also sent each line; (e) measures the line's cost without one.`);
+    out.push(`Busy time: ${Math.round(p.summary.busy_split.worker_javascript * 100)} % Worker JavaScript (Tollgate, hono, zod, drizzle), ${Math.round(p.summary.busy_split.garbage_collector * 100)} % GC, ${Math.round(p.summary.busy_split.runtime_native_and_other * 100)} % runtime (native: fetch, streams, Headers, Response). A native call's time is counted in the JavaScript function that made it when V8 shows no frame for it: \`console.log\` (the request-log line) lands in the function that writes it, and weighs more here than without an inspector attached, which is also sent each line; (e) measures the line's cost without one.`);
     out.push("");
     out.push("| self time | function |");
     out.push("| ---: | --- |");
     for (const row of p.summary.top_self.slice(0, 12)) out.push(`| ${(row.share * 100).toFixed(1)} % | \`${row.function}\` |`);
+    out.push("");
+  }
+  for (const [name, p] of Object.entries(r.profiles ?? {})) {
+    out.push(`### The same for ${name === "rate_limited" ? "a 429 (a key over its limit)" : "a 401 (made-up keys from fresh addresses)"} (${p.requests_per_s} req/s under the profiler, ${JSON.stringify(p.status)})`);
+    out.push("");
+    out.push(`Busy time: ${Math.round(p.summary.busy_split.worker_javascript * 100)} % Worker JavaScript, ${Math.round(p.summary.busy_split.garbage_collector * 100)} % GC, ${Math.round(p.summary.busy_split.runtime_native_and_other * 100)} % runtime.`);
+    out.push("");
+    out.push("| self time | function |");
+    out.push("| ---: | --- |");
+    for (const row of p.summary.top_self.slice(0, 10)) out.push(`| ${(row.share * 100).toFixed(1)} % | \`${row.function}\` |`);
     out.push("");
   }
   const targets = r.targets;

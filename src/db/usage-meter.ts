@@ -118,6 +118,11 @@ export class UsageMeter {
     return this.#period;
   }
 
+  /** Whether maybeFlush could start a flush at `nowMs` (a cheap check, so a request that has none to start allocates nothing). */
+  flushDue(nowMs: number, flushIntervalMs: number): boolean {
+    return this.#inFlight === null && this.#intervalFromMs !== null && nowMs - this.#intervalFromMs >= flushIntervalMs;
+  }
+
   /**
    * Starts a flush when one is due — something pending, `flushIntervalMs`
    * passed since the first add into an empty meter or since the last flush

@@ -63,6 +63,11 @@ export class UsageTracker {
     this.#nextFlushAtMs ??= atMs + intervalMs;
   }
 
+  /** Whether maybeFlush could start a flush at `nowMs` (a cheap check, so a request that has none to start allocates nothing). */
+  flushDue(nowMs: number): boolean {
+    return !this.#flushing && this.#nextFlushAtMs !== null && nowMs >= this.#nextFlushAtMs;
+  }
+
   /**
    * Starts a flush when one is due at `nowMs` and none is running, handing
    * its promise to `waitUntil`. Returns whether it started one. `db` is only

@@ -7,8 +7,9 @@ import { problem } from "../errors";
 
 export function rateLimitedResponse(decision: Decision, charges: readonly Charge[]): Response {
   const category = charges[decision.deniedChargeIndex]?.category ?? "request";
-  const headers = new Headers(rateLimitHeaders(decision, charges) as [string, string][]);
-  headers.set("retry-after", String(retryAfterSeconds(decision.retryAfterMs)));
+  const headers: [string, string][] = [];
+  for (const [name, value] of rateLimitHeaders(decision, charges)) headers.push([name, value]);
+  headers.push(["retry-after", String(retryAfterSeconds(decision.retryAfterMs))]);
   return problem("rate_limited", {
     detail: `Rate limit exceeded in category "${category}": the same request is admitted in ${decision.retryAfterMs} ms.`,
     extras: { category, retry_after_ms: decision.retryAfterMs },

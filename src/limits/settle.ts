@@ -9,7 +9,8 @@
 // waitUntil BEFORE the origin is awaited, and it awaits the origin call
 // itself: a client that hangs up mid-upload cannot leave the reservation
 // unsettled (the origin stored the bytes; they are committed) nor the slot
-// held. The request's own code only builds the answer. The slot is released
+// held. The settlement also builds the answer and resolves the request's
+// promise with it, so the request's own code awaits nothing. The slot is released
 // when the answer's body is delivered or abandoned, or when the client goes
 // away (`request.signal`, compatibility flag `enable_request_signal`), since
 // an answer nobody reads never finishes.
@@ -63,30 +64,46 @@ function clientGone(request: Request): Promise<void> | null {
   return new Promise((resolve) => abort.addEventListener("abort", () => resolve(), { once: true }));
 }
 
-/** One forwarded request's settlement: started before the origin is awaited, finished under waitUntil. */
+/**
+ * One forwarded request's settlement: started before the origin is awaited,
+ * run to its end under waitUntil. It also builds the answer and hands it to
+ * the request (`answer`), so a request costs one continuation on the
+ * origin's response, not one here and one in the request's own code.
+ */
 class Settlement {
   readonly #x: Exchange;
   readonly #call: OriginCall;
   readonly #options: ForwardOptions;
-  /** Fired once the answer can be built: the quota settled and the response priced. */
-  readonly #ready = signal();
-  #quotaResult: QuotaSettled | null = null;
+  /** The request's answer, resolved by run() once it can be built. */
+  readonly answer: Promise<Response>;
+  #resolve!: (answer: Response) => void;
   /** The origin's body as the client gets it (teed when the response is priced by its body). */
   #body: ReadableStream<Uint8Array> | null = null;
-  /** RateLimit headers replacing the admission's after a header-priced settlement. */
-  #settledHeaders: HeaderList | null = null;
-  readonly #delivered = signal();
   #answerBody: ReadableStream<Uint8Array> | null = null;
 
   constructor(x: Exchange, call: OriginCall, options: ForwardOptions) {
     this.#x = x;
     this.#call = call;
     this.#options = options;
+    this.answer = new Promise<Response>((resolve) => (this.#resolve = resolve));
   }
 
-  /** The background half: runs to the end whether or not the client stays. */
+  /** The background half: runs to the end whether or not the client stays. Never rejects. */
   async run(): Promise<void> {
+    try {
+      await this.#settle();
+    } catch (err) {
+      // A bug past this point must neither leave the request unanswered nor keep its slot.
+      log.error("settlement_failed", { error: errorName(err) });
+      this.#x.decision = "internal_error";
+      this.#resolve(problem("internal_error", { detail: "The gateway failed to handle this request." }));
+      this.#x.releaseSlot?.();
+    }
+  }
+
+  async #settle(): Promise<void> {
     const x = this.#x;
+    const options = this.#options;
     let origin: Response;
     try {
       origin = await this.#call.response;
@@ -94,43 +111,54 @@ class Settlement {
       const tooLarge = this.#call.tooLarge();
       if (!tooLarge) log.warn("origin_unreachable", { error: errorName(err) });
       x.decision = tooLarge ? "request_too_large" : x.decision;
-      await settleQuota(x, this.#options.quota, false);
-      this.#ready.fire();
+      const failed = tooLarge ? tooLargeResponse(options.maxRequestBytes, null) : problem("origin_unreachable", { detail: "The origin could not be reached." });
+      this.#resolve(withHeaders(failed, extraHeaders(x, null)));
+      await settleQuota(x, options.quota, false);
       x.releaseSlot?.();
       this.#after(tooLarge ? 413 : 502, null, !tooLarge);
       return;
     }
-    const ok = origin.status >= 200 && origin.status < 300;
+    let quotaResult: QuotaSettled | null = null;
     if (x.upload !== null || x.removal !== null) {
-      this.#quotaResult = await settleQuota(x, this.#options.quota, ok);
-      const delta = this.#quotaResult?.deltaBytes ?? 0;
-      if (delta !== 0) x.runtime.meter.add(this.#quotaResult!.tenant, "bytes_stored", delta, x.runtime.now(), this.#options.usageMaxPending);
+      quotaResult = await settleQuota(x, options.quota, origin.status >= 200 && origin.status < 300);
+      const delta = quotaResult?.deltaBytes ?? 0;
+      if (delta !== 0) x.runtime.meter.add(quotaResult!.tenant, "bytes_stored", delta, x.runtime.now(), options.usageMaxPending);
     }
     // A response-priced route: the cost from a header settles now (that
     // answer's RateLimit headers include it); from the body, once it has been
     // read to its end — also when the client has gone (the origin's bytes
     // are still read: a caller cannot dodge its final usage event by leaving).
     let costSettled: Promise<void> | null = null;
-    this.#body = origin.body;
+    let body = origin.body;
     if (x.priced !== null) {
       const priced = priceResponse(origin, x.priced.charge);
-      this.#body = priced.body;
-      const settle = (result: CostResult): void => {
-        this.#settledHeaders = settleResponseCharge(x, result, x.runtime.now(), this.#options.usageMaxPending);
-      };
-      if (priced.known !== null) settle(priced.known);
-      else costSettled = priced.cost.then(settle);
+      body = priced.body;
+      const settle = (result: CostResult): HeaderList | null => settleResponseCharge(x, result, x.runtime.now(), options.usageMaxPending);
+      if (priced.known !== null) {
+        const settled = settle(priced.known);
+        if (settled !== null) x.rateHeaders = settled;
+      } else costSettled = priced.cost.then((result) => void settle(result));
     }
-    this.#ready.fire();
-    this.#after(origin.status, declaredLength(origin.headers), true);
+    this.#body = body;
+    const bytesOut = declaredLength(origin.headers);
+    // The slot is held until the answer's body is delivered or abandoned,
+    // unless there is none to hold it for: no body, or a small declared one
+    // (it leaves in one write; piping it would cost more than it holds).
+    const release = x.releaseSlot;
+    const pipe = release !== null && body !== null && (bytesOut === null || bytesOut > SMALL_BODY_BYTES);
+    const delivered = pipe ? signal() : null;
+    this.#resolve(answerFrom(origin, extraHeaders(x, quotaResult), delivered === null ? body : this.#deliveredBody(body!, bytesOut, delivered.fire)));
+    this.#after(origin.status, bytesOut, true);
+    if (release !== null && delivered === null) release();
+    if (delivered === null && costSettled === null) return;
     // Whether the client actually went away (the signal firing), not whether it could.
     let left = false;
     const gone = clientGone(x.request)?.then(() => {
       left = true;
     });
-    if (x.releaseSlot !== null) {
-      await (gone === undefined ? this.#delivered.promise : Promise.race([this.#delivered.promise, gone]));
-      x.releaseSlot();
+    if (delivered !== null) {
+      await (gone === undefined ? delivered.promise : Promise.race([delivered.promise, gone]));
+      release!();
       if (left) this.#cancelAnswer();
     }
     if (costSettled !== null) {
@@ -147,35 +175,13 @@ class Settlement {
     else if (this.#answerBody !== null) this.#answerBody.cancel().catch(() => {});
   }
 
-  /** The request's half: the answer, once the origin (and the quota) has answered. */
-  async answer(): Promise<Response> {
-    const x = this.#x;
-    let origin: Response;
-    try {
-      origin = await this.#call.response;
-    } catch {
-      const failed = this.#call.tooLarge() ? tooLargeResponse(this.#options.maxRequestBytes, null) : problem("origin_unreachable", { detail: "The origin could not be reached." });
-      return withHeaders(failed, extraHeaders(x, null));
-    }
-    await this.#ready.promise;
-    if (this.#settledHeaders !== null) x.rateHeaders = this.#settledHeaders;
-    const extra = extraHeaders(x, this.#quotaResult);
-    const body = x.releaseSlot === null ? this.#body : this.#deliveredBody(origin, this.#body);
-    return answerFrom(origin, extra, body);
-  }
-
   // The origin's body, piped so that the end of its delivery (finished,
   // failed, or cancelled by the runtime when the client goes) is known.
-  #deliveredBody(origin: Response, body: ReadableStream<Uint8Array> | null): ReadableStream<Uint8Array> | null {
-    const length = declaredLength(origin.headers);
-    if (body === null || (length !== null && length <= SMALL_BODY_BYTES)) {
-      this.#delivered.fire();
-      return body;
-    }
+  #deliveredBody(body: ReadableStream<Uint8Array>, length: number | null, fire: () => void): ReadableStream<Uint8Array> {
     // A FixedLengthStream keeps the origin's Content-Length on the way out
     // (an identity stream would turn the response chunked).
     const { readable, writable } = length === null ? new IdentityTransformStream() : new FixedLengthStream(length);
-    body.pipeTo(writable).then(this.#delivered.fire, this.#delivered.fire);
+    body.pipeTo(writable).then(fire, fire);
     this.#answerBody = readable;
     return readable;
   }
@@ -198,21 +204,25 @@ class Settlement {
   }
 }
 
-/** Starts the background flushes of key usage and metering when they are due. */
+/** Starts the background flushes of key usage and metering when they are due (on most requests neither is: nothing is allocated). */
 export function flushUsage(x: Exchange, nowMs: number, intervalMs: number): void {
+  const { keyUsage, meter } = x.runtime;
+  if (!keyUsage.flushDue(nowMs) && !meter.flushDue(nowMs, intervalMs)) return;
   const db = () => database(x.env.DB);
   const later = (work: Promise<unknown>) => keepAlive(x.ctx, work);
-  x.runtime.keyUsage.maybeFlush(db, nowMs, intervalMs, later);
-  x.runtime.meter.maybeFlush(db, nowMs, intervalMs, later);
+  keyUsage.maybeFlush(db, nowMs, intervalMs, later);
+  meter.maybeFlush(db, nowMs, intervalMs, later);
 }
 
-/** The gateway's own headers on an answer: rate limits, quota warning, shadow refusals. */
-export function extraHeaders(x: Exchange, quota: QuotaSettled | null): Header[] {
-  const extra: Header[] = x.rateHeaders === null ? [] : [...x.rateHeaders];
-  if (quota !== null) {
-    const warning = warningHeader(quota.warnings);
-    if (warning !== null) extra.push(["tollgate-quota-warning", warning]);
-  }
+const NO_HEADERS: readonly Header[] = Object.freeze([]);
+
+/** The gateway's own headers on an answer: rate limits, quota warning, shadow refusals. Copy it to add more. */
+export function extraHeaders(x: Exchange, quota: QuotaSettled | null): readonly Header[] {
+  const rate = x.rateHeaders ?? NO_HEADERS;
+  const warning = quota === null ? null : warningHeader(quota.warnings);
+  if (warning === null && x.shadow === null) return rate;
+  const extra: Header[] = [...rate];
+  if (warning !== null) extra.push(["tollgate-quota-warning", warning]);
   if (x.shadow !== null) extra.push(["tollgate-shadow", x.shadow.join(", ")]);
   return extra;
 }
@@ -244,6 +254,6 @@ export function forwardToOrigin(options: ForwardOptions): (x: Exchange) => Promi
     const call = callOrigin(x.request, target, headers, x.declaredBytes, options.maxRequestBytes);
     const settlement = new Settlement(x, call, options);
     keepAlive(x.ctx, settlement.run());
-    return settlement.answer();
+    return settlement.answer;
   };
 }

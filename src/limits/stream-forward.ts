@@ -83,7 +83,7 @@ async function open(x: Exchange, target: string, headers: Headers, options: Stre
     throw err;
   }
   opened(x, options);
-  const extra = extraHeaders(x, null);
+  const extra = [...extraHeaders(x, null)];
   if (upgrade.protocol !== null) extra.push(["sec-websocket-protocol", upgrade.protocol]);
   return new Response(null, { status: 101, webSocket: client, headers: extra });
 }

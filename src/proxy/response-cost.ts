@@ -4,15 +4,29 @@
 // The body is teed: the client gets one branch, untouched (in workerd a
 // fetch body's branch stays a native stream, pumped to the client without
 // passing through JavaScript or waiting on it), and the scanner reads the
-// other in large reads (BYOB `readAtLeast`, 32 KiB or more at a time where
-// the runtime offers it). Measured in workerd (bench/response-cost.mjs), a
-// JavaScript stream in the client's path added more CPU than the
-// pass-through itself; reading a second branch in a few large reads adds a
-// fraction of it. In workerd a branch's pump is never outrun by the other
-// branch's reads, and a branch left behind buffers up to the runtime's
-// buffering limit (past it both branches fail): the scanner keeps up with
-// the bytes as they come, so only a client branch nobody reads can get that
-// far behind.
+// other. Two measured facts (bench/response-cost.mjs and the workerd
+// variants behind docs/performance.md) shape how:
+//
+// - A read of the scanner's branch that asks for a minimum (workerd's
+//   `readAtLeast(32 KiB)`) makes the tee pull the origin until that much has
+//   arrived, and the client's branch gets nothing before: an LLM stream's
+//   events would reach the client in 32 KiB bursts, or only at its end. So
+//   every read takes what is there (`read(view)`), and the client's bytes
+//   flow as the origin sends them.
+// - Each read that returns is a trip into JavaScript, which in workerd costs
+//   far more than the bytes: one per event of a stream that trickles in
+//   would cost several times the stream's own CPU. So after a read that had
+//   to wait for the network (the runtime's clock moved: in workerd it only
+//   moves with I/O) and brought less than COALESCE_BELOW_BYTES, the scanner
+//   pauses COALESCE_MS before its next read, and the events that arrived
+//   meanwhile come in one read. The pause never holds the client back (its
+//   branch is pumped on its own) and bounds what waits in the scanner's
+//   branch to what the origin sends in COALESCE_MS at less than
+//   COALESCE_BELOW_BYTES per pause; a faster origin is read without pauses.
+//
+// In workerd a branch left behind buffers up to the runtime's buffering
+// limit (past it both branches fail): the scanner keeps up with the bytes as
+// they come, so only a client branch nobody reads can get that far behind.
 //
 // A client that hangs up cancels only its branch: the scanner's branch keeps
 // the origin's answer coming and reads it to its end, so the cost is what
@@ -35,9 +49,11 @@ import { SseCostScanner } from "./sse-scanner";
 
 /** A JSON body is inspected up to this many bytes; a longer one has no cost (`too_large`). */
 export const MAX_JSON_INSPECT_BYTES = 1024 * 1024;
-/** The scanner's branch is read at least this much at a time where the runtime can (fewer trips into JavaScript). */
-const MIN_READ_BYTES = 32 * 1024;
 const READ_BUFFER_BYTES = 64 * 1024;
+/** A read that waited for the network and brought less than this is followed by a pause (see the top of this file). */
+export const COALESCE_BELOW_BYTES = 16 * 1024;
+/** The pause: what a trickling stream sends meanwhile is read at once. Delays only the settlement, never the client. */
+export const COALESCE_MS = 100;
 const MAX_HEADER_DIGITS = 10;
 
 export interface TapOptions {
@@ -159,9 +175,17 @@ function readerOf(branch: ReadableStream<Uint8Array>): BranchReader {
   }
 }
 
-function readInto(reader: ReadableStreamBYOBReader, view: Uint8Array): Promise<ReadableStreamReadResult<Uint8Array>> {
-  // workerd's readAtLeast waits for MIN_READ_BYTES unless the stream ends first; elsewhere a plain read.
-  return typeof reader.readAtLeast === "function" ? reader.readAtLeast(MIN_READ_BYTES, view) : reader.read(view);
+/** Waits `ms`, or less if `stop` aborts. */
+function pause(ms: number, stop: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve) => {
+    const done = (): void => {
+      clearTimeout(timer);
+      stop?.removeEventListener("abort", done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    stop?.addEventListener("abort", done, { once: true });
+  });
 }
 
 // Reads the scanner's branch to its end (or until the answer is fixed or
@@ -181,8 +205,9 @@ async function readCost(branch: ReadableStream<Uint8Array>, sink: CostSink, stop
   try {
     for (;;) {
       let result: ReadableStreamReadResult<Uint8Array>;
+      const askedAtMs = Date.now();
       try {
-        result = branchReader.kind === "byob" ? await readInto(branchReader.reader, view) : await branchReader.reader.read();
+        result = branchReader.kind === "byob" ? await branchReader.reader.read(view) : await branchReader.reader.read();
       } catch {
         // The origin's body broke off; the client's branch sees the same error.
         return sink.cut();
@@ -205,6 +230,7 @@ async function readCost(branch: ReadableStream<Uint8Array>, sink: CostSink, stop
         if (branchReader.kind === "byob") view = new Uint8Array(chunk.buffer as ArrayBuffer);
       }
       if (result.done) return stopped ? sink.cut() : sink.end();
+      if (!stopped && (chunk?.byteLength ?? 0) < COALESCE_BELOW_BYTES && Date.now() > askedAtMs) await pause(COALESCE_MS, stop);
     }
   } finally {
     stop?.removeEventListener("abort", onStop);
