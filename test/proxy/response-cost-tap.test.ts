@@ -244,6 +244,24 @@ describe("tapCost on the recording origin's answers (workerd streams)", () => {
     await header.arrayBuffer();
   });
 
+  it("gives the client each event as the origin sends it, not once the stream has ended", async () => {
+    // An LLM stream trickles: the scanner's reads must never make the client
+    // wait for more than is there (workerd's readAtLeast on the scanner's
+    // branch held the client's branch until 32 KiB or the end had arrived).
+    const tag = unique("trickle");
+    const response = await origin("/v1/chat/completions", { "x-test-tag": tag, "x-origin-sse-usage": "77", "x-origin-sse-events": "8", "x-origin-sse-interval-ms": "250" });
+    const tapped = tapCost(response.body, PATH, response.headers.get("content-type"));
+    const reader = tapped.body!.getReader();
+    const first = await reader.read();
+    expect(new TextDecoder().decode(first.value)).toContain('"content":"token 0 "');
+    // The origin has 10 writes to make (8 events, usage, [DONE]), 250 ms apart: it is still sending.
+    const seen = (await originLog(tag))[0] as unknown as Record<string, unknown>;
+    expect(seen.sse_events_written as number).toBeLessThan(10);
+    expect(seen.response_end).toBeUndefined();
+    while (!(await reader.read()).done);
+    expect(await tapped.cost).toEqual({ found: true, cost: 77 });
+  });
+
   it("after a hang-up mid-stream, reads the origin to its end and settles its usage", async () => {
     const tag = unique("hangup");
     const response = await origin("/v1/chat/completions", { "x-test-tag": tag, "x-origin-sse-usage": "2024", "x-origin-sse-events": "30", "x-origin-sse-interval-ms": "5" });
