@@ -233,6 +233,23 @@ export function withHeaders(response: Response, extra: readonly Header[]): Respo
   return response;
 }
 
+/** The headers the origin gets for an admitted request (HTTP and WebSocket alike): the client's, filtered, and who is calling. */
+export function originHeadersFor(x: Exchange, stripCredential: boolean): Headers {
+  const caller = x.caller;
+  return originRequestHeaders(x.request.headers, {
+    clientAddress: x.clientAddress,
+    tenant: x.tenant?.slug ?? null,
+    keyId: caller.kind === "key" ? caller.keyId : null,
+    caller: caller.kind === "jwt" ? caller.callerKey : null,
+    stripCredential,
+  });
+}
+
+/** The URL forwarded to: ORIGIN_URL's base path joined with the collapsed path, then the query; with no ORIGIN_URL, the request's own. */
+export function originTargetFor(x: Exchange, base: OriginBase | null): string {
+  return base === null ? x.request.url : originUrlFor(base, x.path, x.search);
+}
+
 /**
  * The last step: forwards to ORIGIN_URL (its base path joined with the
  * request's collapsed path, then the query; with no ORIGIN_URL, to the zone's
@@ -242,15 +259,8 @@ export function withHeaders(response: Response, extra: readonly Header[]): Respo
 export function forwardToOrigin(options: ForwardOptions): (x: Exchange) => Promise<Response> {
   const base = options.origin;
   return function forwardStep(x) {
-    const caller = x.caller;
-    const headers = originRequestHeaders(x.request.headers, {
-      clientAddress: x.clientAddress,
-      tenant: x.tenant?.slug ?? null,
-      keyId: caller.kind === "key" ? caller.keyId : null,
-      caller: caller.kind === "jwt" ? caller.callerKey : null,
-      stripCredential: options.stripCredential,
-    });
-    const target = base === null ? x.request.url : originUrlFor(base, x.path, x.search);
+    const headers = originHeadersFor(x, options.stripCredential);
+    const target = originTargetFor(x, base);
     const call = callOrigin(x.request, target, headers, x.declaredBytes, options.maxRequestBytes);
     const settlement = new Settlement(x, call, options);
     keepAlive(x.ctx, settlement.run());

@@ -13,11 +13,11 @@ import { problem } from "../errors";
 import { errorName, log } from "../log/logger";
 import { requestLogLine } from "../log/request-log";
 import { declaredLength } from "../proxy/content-length";
-import { answerFrom, originRequestHeaders } from "../proxy/forward";
-import { type OriginBase, originUrlFor } from "../proxy/origin-url";
+import { answerFrom } from "../proxy/forward";
+import type { OriginBase } from "../proxy/origin-url";
 import { closeQuietly, openOriginSocket, upgradeHeaders } from "../proxy/websocket";
 import { keepAlive } from "../utils/wait-until";
-import { extraHeaders, flushUsage, withHeaders } from "./settle";
+import { extraHeaders, flushUsage, originHeadersFor, originTargetFor, withHeaders } from "./settle";
 import { StreamSession, type StreamSessionOptions } from "./stream-session";
 
 export interface StreamForwardOptions extends StreamSessionOptions {
@@ -33,17 +33,8 @@ export interface StreamForwardOptions extends StreamSessionOptions {
 export function forwardWebSocket(options: StreamForwardOptions): (x: Exchange) => Promise<Response> {
   const base = options.origin;
   return function forwardWebSocketStep(x) {
-    const caller = x.caller;
-    const headers = upgradeHeaders(
-      originRequestHeaders(x.request.headers, {
-        clientAddress: x.clientAddress,
-        tenant: x.tenant?.slug ?? null,
-        keyId: caller.kind === "key" ? caller.keyId : null,
-        caller: caller.kind === "jwt" ? caller.callerKey : null,
-        stripCredential: options.stripCredential,
-      }),
-    );
-    const target = base === null ? x.request.url : originUrlFor(base, x.path, x.search);
+    const headers = upgradeHeaders(originHeadersFor(x, options.stripCredential));
+    const target = originTargetFor(x, base);
     const opening = open(x, target, headers, options).catch((err: unknown) => {
       log.error("stream_open_failed", { error: errorName(err) });
       x.releaseStream?.();
