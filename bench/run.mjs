@@ -190,7 +190,9 @@ async function main() {
   // 2. The gateway's own CPU per request.
   if (runs("cpu")) {
     const bare = await startWorker({ name: "bare-cpu", scriptPath: join(BENCH, "bare-worker.js"), bindings: { ORIGIN_URL: originUrl }, compat });
-    const gateway = await startGateway("gateway-cpu", bundle, compat, originUrl, token, "enforce", {}, withJwt);
+    // TOLLGATE_BENCH_CPU_REQUEST_LOG=off measures the same cases without the request-log line (a diagnostic: what the line costs each answer).
+    const cpuConfig = process.env.TOLLGATE_BENCH_CPU_REQUEST_LOG === "off" ? { ...withJwt, request_log: false } : withJwt;
+    const gateway = await startGateway("gateway-cpu", bundle, compat, originUrl, token, "enforce", {}, cpuConfig);
     const hot = await seedTenantAndKey(gateway.url, token, "bench", UNLIMITED_TENANT, "bench (cpu)");
     const exhausted = await seedTenantAndKey(gateway.url, token, "exhausted", EXHAUSTED_TENANT, "over its limit (cpu)");
     const c = SETTINGS.cpu;

@@ -14,8 +14,11 @@ function fmtRange(r, digits = 2) {
   return `${r.median.toFixed(digits)} (${r.min.toFixed(digits)}–${r.max.toFixed(digits)})`;
 }
 
-/** Only the TTL refreshes a cached key needs: the key's record and the override snapshot, once per cache_ttl_s each. */
-const REFRESH_STATEMENTS = new Set(["select api_keys", "select caller_overrides"]);
+/**
+ * Only the TTL refreshes a cached key needs: the key's record, and the policy
+ * snapshot (overrides and blocks, read in one batch), once per cache_ttl_s each.
+ */
+const REFRESH_STATEMENTS = new Set(["select api_keys", "select caller_overrides", "select caller_overrides (in batch)", "select blocks (in batch)"]);
 
 export function evaluateTargets(r) {
   const t = [];
