@@ -7,23 +7,12 @@
 // equal the sum of its tenants' counters.
 import { afterEach, expect, it } from "vitest";
 import { type OrgQuotaRef, removeObject, reserveUpload, settleUpload } from "../../src/durable/quota-client";
+import { mulberry32 as random } from "../prng";
 import { clearQuotaAlarms, namespaces, orgObject, quotaObject } from "./quota-object";
 
 afterEach(async () => {
   await clearQuotaAlarms();
 });
-
-/** A small seeded PRNG (mulberry32), so a failure can be replayed. */
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const TENANTS = 6;
 const OPERATIONS = 160;

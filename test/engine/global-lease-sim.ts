@@ -12,6 +12,7 @@ import { LeaseBook } from "../../src/engine/lease-book";
 import type { Ask, AskReply, LeaseGroup, LeaseRef, LeaseSlot, Returnable, Short } from "../../src/engine/lease-types";
 import { answerAsk, EMPTY_STATE, type GcraState, giveBack } from "../../src/engine/ledger-gcra";
 import type { Limit } from "../../src/engine/limit";
+import { mulberry32 as prng } from "../prng";
 
 export interface SimParams {
   limits: readonly Limit[];
@@ -63,18 +64,6 @@ export interface SimResult {
   /** Requests decided from a live lease, with no ledger call. */
   fromLease: number;
   leaseMs: number[];
-}
-
-/** mulberry32: a small seeded PRNG, so a failing run replays. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 interface Request {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { type CidrSet, EMPTY_CIDR_SET, cidrSetHas, parseCidrs, parseIp } from "../../src/engine/cidr";
 import { MAX_XFF_ENTRIES, canonicalKey, formatAddress, resolveClient, resolveClientAddress } from "../../src/identity/client-address";
-import { mulberry32 } from "./prng";
+import { mulberry32 } from "../prng";
 
 function set(list: readonly string[]): CidrSet {
   const r = parseCidrs(list);

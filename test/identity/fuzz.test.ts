@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { type CidrSet, type ParsedAddress, parseCidrs, parseIp } from "../../src/engine/cidr";
 import { canonicalKey, resolveClientAddress } from "../../src/identity/client-address";
-import { mulberry32 } from "./prng";
+import { mulberry32 } from "../prng";
 
 const ROUNDS = 10_000;
 

@@ -6,7 +6,7 @@
 // every answer the gateway makes itself is problem+json. A fixed seed makes a
 // failure reproduce; the failing request is in the message.
 import { describe, expect, it } from "vitest";
-import { mulberry32 } from "../identity/prng";
+import { mulberry32 } from "../prng";
 import { callGateway, unique } from "../helpers";
 import { ADMIN_TOKEN, AUDITOR_TOKEN, createTenant, mintKey, testConfig } from "./admin-helpers";
 

@@ -1,5 +1,5 @@
 /**
- * A small seeded PRNG (mulberry32) for the randomised identity tests: a fixed
+ * A small seeded PRNG (mulberry32) for the randomised tests (fuzz, property and concurrency tests): a fixed
  * seed makes a failure reproduce, and the failing input is in the message.
  */
 export function mulberry32(seed: number): () => number {
