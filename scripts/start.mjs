@@ -116,6 +116,13 @@ async function main() {
   };
   process.on("SIGINT", () => void stop(0));
   process.on("SIGTERM", () => void stop(0));
+  // Stopping `npm start` with a signal to npm alone (a supervisor, `timeout`)
+  // does not reach this process: npm goes, and this one is handed to init.
+  // Then stop too, so wrangler and the origin never outlive the command.
+  const parent = process.ppid;
+  setInterval(() => {
+    if (process.ppid !== parent) void stop(0);
+  }, 1000).unref();
   wrangler.on("exit", (code) => {
     if (!stopping) {
       console.error(`\n✗ wrangler dev exited (code ${code}).`);
