@@ -11,7 +11,7 @@
 // Run on its own thread (startOriginThread) so the load generator's event
 // loop never delays it.
 import { createServer } from "node:http";
-import { isMainThread, parentPort, Worker, workerData } from "node:worker_threads";
+import { serveOnThisThread, startServerThread } from "./lib/server-thread.mjs";
 
 const BODY = Buffer.from("ok");
 const HEADERS = { "content-type": "text/plain", "content-length": String(BODY.length) };
@@ -75,32 +75,9 @@ function serve(port, host) {
   });
 }
 
-if (!isMainThread && workerData?.role === "bench-origin") {
-  const server = await serve(workerData.port, workerData.host);
-  parentPort.postMessage({ port: server.address().port });
-  parentPort.on("message", (msg) => {
-    if (msg === "close") {
-      server.closeAllConnections();
-      server.close(() => process.exit(0));
-    }
-  });
-}
+await serveOnThisThread("bench-origin", async (port, host) => ({ server: await serve(port, host) }));
 
 /** Starts the origin on its own thread; resolves {port, close()}. */
-export function startOriginThread({ port = 0, host = "127.0.0.1" } = {}) {
-  const worker = new Worker(new URL(import.meta.url), { workerData: { role: "bench-origin", port, host } });
-  return new Promise((resolve, reject) => {
-    worker.once("error", reject);
-    worker.once("message", (msg) => {
-      resolve({
-        port: msg.port,
-        close: () =>
-          new Promise((done) => {
-            worker.once("exit", () => done());
-            worker.postMessage("close");
-            setTimeout(() => void worker.terminate(), 2000).unref();
-          }),
-      });
-    });
-  });
+export function startOriginThread(options) {
+  return startServerThread(new URL(import.meta.url), "bench-origin", options);
 }

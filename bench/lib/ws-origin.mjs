@@ -2,8 +2,8 @@
 // type) on its own thread, as fast as `ws` can, so the gateway's own cost is
 // what the figures show. Binds 127.0.0.1 only.
 import { createServer } from "node:http";
-import { isMainThread, parentPort, Worker, workerData } from "node:worker_threads";
 import { WebSocketServer } from "ws";
+import { serveOnThisThread, startServerThread } from "./server-thread.mjs";
 
 function serve(port, host) {
   const server = createServer((req, res) => {
@@ -22,33 +22,12 @@ function serve(port, host) {
   });
 }
 
-if (!isMainThread && workerData?.role === "bench-ws-origin") {
-  const { server, wss } = await serve(workerData.port, workerData.host);
-  parentPort.postMessage({ port: server.address().port });
-  parentPort.on("message", (msg) => {
-    if (msg === "close") {
-      for (const ws of wss.clients) ws.terminate();
-      server.closeAllConnections();
-      server.close(() => process.exit(0));
-    }
-  });
-}
+await serveOnThisThread("bench-ws-origin", async (port, host) => {
+  const { server, wss } = await serve(port, host);
+  return { server, beforeClose: () => wss.clients.forEach((ws) => ws.terminate()) };
+});
 
 /** Starts the echo on its own thread; resolves {port, close()}. */
-export function startWsOriginThread({ port = 0, host = "127.0.0.1" } = {}) {
-  const worker = new Worker(new URL(import.meta.url), { workerData: { role: "bench-ws-origin", port, host } });
-  return new Promise((resolve, reject) => {
-    worker.once("error", reject);
-    worker.once("message", (msg) => {
-      resolve({
-        port: msg.port,
-        close: () =>
-          new Promise((done) => {
-            worker.once("exit", () => done());
-            worker.postMessage("close");
-            setTimeout(() => void worker.terminate(), 2000).unref();
-          }),
-      });
-    });
-  });
+export function startWsOriginThread(options) {
+  return startServerThread(new URL(import.meta.url), "bench-ws-origin", options);
 }
