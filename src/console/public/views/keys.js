@@ -4,9 +4,8 @@
 // listed again) and is gone when the panel is closed or the page left.
 // Revoking asks first.
 import { ApiError, seg } from "../api.js";
-import { confirmAction } from "../confirm.js";
 import { el, formatCount, notice, table, time } from "../dom.js";
-import { expiryField, field, input, onSubmit, writeButton, writeForm } from "../forms.js";
+import { confirmedButton, expiryField, field, input, onSubmit, writeForm } from "../forms.js";
 import { link, page, searchForm, section, valueOf } from "../view.js";
 
 /**
@@ -61,21 +60,17 @@ async function keysTable(ctx, tenant) {
   const answer = await ctx.api.get(`/tenants/${seg(tenant)}/keys`);
   const holder = el("div", {});
   const rows = answer.keys.map((key) => {
-    const revoke = writeButton({
+    const revoke = confirmedButton({
       label: "Revoke",
       name: `Revoke key ${key.name}`,
       danger: true,
       canWrite: ctx.canWrite && key.revoked_at === null,
-      onClick: async () => {
-        const sure = await confirmAction({ title: `Revoke “${key.name}”?`, message: `Key ${key.prefix}… stops working at once here and everywhere within the cache TTL. This cannot be undone.`, confirm: "Revoke key" });
-        if (!sure) return;
-        try {
-          await ctx.api.del(`/keys/${seg(key.id)}`);
-          holder.replaceChildren(await keysTable(ctx, tenant), notice("status", `Revoked ${key.name}.`));
-        } catch (error) {
-          holder.appendChild(notice("alert", error instanceof Error ? error.message : "The key could not be revoked."));
-        }
+      confirm: { title: `Revoke “${key.name}”?`, message: `Key ${key.prefix}… stops working at once here and everywhere within the cache TTL. This cannot be undone.`, confirm: "Revoke key" },
+      action: async () => {
+        await ctx.api.del(`/keys/${seg(key.id)}`);
+        holder.replaceChildren(await keysTable(ctx, tenant), notice("status", `Revoked ${key.name}.`));
       },
+      failure: "The key could not be revoked.",
     });
     return [
       key.name,

@@ -4,9 +4,8 @@
 // and deleting it (the API refuses while a tenant names it, and says so).
 import { ApiError, seg } from "../api.js";
 import { quotaGauges } from "../charts.js";
-import { confirmAction } from "../confirm.js";
-import { el, formatCount, notice, table, time } from "../dom.js";
-import { field, input, onSubmit, writeButton, writeForm } from "../forms.js";
+import { el, formatCount, table, time } from "../dom.js";
+import { confirmedButton, field, input, onSubmit, writeForm } from "../forms.js";
 import { describeQuota, quotaEditor } from "../quota-editor.js";
 import { link, page, pager, section } from "../view.js";
 
@@ -59,20 +58,16 @@ export async function orgView(ctx) {
     await ctx.api.put(`/orgs/${seg(org.org)}`, { quota: quota.read() });
     ctx.reload("Quota saved.");
   });
-  const remove = writeButton({
+  const remove = confirmedButton({
     label: "Delete org",
     danger: true,
     canWrite: ctx.canWrite,
-    onClick: async () => {
-      const sure = await confirmAction({ title: `Delete ${org.org}?`, message: "Only an org with no tenants can be deleted.", confirm: "Delete org" });
-      if (!sure) return;
-      try {
-        await ctx.api.del(`/orgs/${seg(org.org)}`);
-        ctx.go("#/orgs");
-      } catch (error) {
-        remove.after(notice("alert", error instanceof Error ? error.message : "The org could not be deleted."));
-      }
+    confirm: { title: `Delete ${org.org}?`, message: "Only an org with no tenants can be deleted.", confirm: "Delete org" },
+    action: async () => {
+      await ctx.api.del(`/orgs/${seg(org.org)}`);
+      ctx.go("#/orgs");
     },
+    failure: "The org could not be deleted.",
   });
   /** @type {string[]} */
   const tenants = org.tenants ?? [];
