@@ -2,7 +2,7 @@
 // #/orgs and #/orgs/{org}: groups of tenants with a quota over all of them.
 // List and create; one org's summed usage, its tenants, its quota to edit,
 // and deleting it (the API refuses while a tenant names it, and says so).
-import { ApiError, seg } from "../api.js";
+import { ApiError, exists, seg } from "../api.js";
 import { quotaGauges } from "../charts.js";
 import { el, formatCount, table, time } from "../dom.js";
 import { confirmedButton, field, input, onSubmit, writeForm } from "../forms.js";
@@ -17,14 +17,7 @@ function createForm(ctx) {
   onSubmit(form, async () => {
     const name = slug.value.trim();
     if (name === "") throw new ApiError(400, { code: "invalid_request", field: "org", detail: "org: must not be empty" });
-    const taken = await ctx.api.get(`/orgs/${seg(name)}`).then(
-      () => true,
-      (/** @type {unknown} */ error) => {
-        if (error instanceof ApiError && error.status === 404) return false;
-        throw error;
-      },
-    );
-    if (taken) throw new ApiError(400, { code: "invalid_request", field: "org", detail: `org: an org named ${name} already exists; edit it on its page` });
+    if (await exists(ctx.api, `/orgs/${seg(name)}`)) throw new ApiError(400, { code: "invalid_request", field: "org", detail: `org: an org named ${name} already exists; edit it on its page` });
     await ctx.api.put(`/orgs/${seg(name)}`, { quota: quota.read() });
     ctx.go(`#/orgs/${encodeURIComponent(name)}`);
   });
