@@ -3,10 +3,10 @@
 // with a copy button; it lives only in that panel (never stored, never
 // listed again) and is gone when the panel is closed or the page left.
 // Revoking asks first.
-import { ApiError, seg } from "../api.js";
+import { seg } from "../api.js";
 import { el, formatCount, notice, table, time } from "../dom.js";
 import { confirmedButton, expiryField, field, input, onSubmit, writeForm } from "../forms.js";
-import { link, page, searchForm, section, valueOf } from "../view.js";
+import { link, page, refused, searchForm, section, valueOf } from "../view.js";
 
 /**
  * @typedef {{ id: string, name: string, prefix: string, created_at: string, expires_at: string | null, revoked_at: string | null,
@@ -124,10 +124,9 @@ export async function keysView(ctx) {
   try {
     table = await keysTable(ctx, tenant);
   } catch (error) {
-    // An unknown or misspelt tenant: say so under the picker, so another can be chosen.
-    if (!(error instanceof ApiError) || (error.status !== 400 && error.status !== 404)) throw error;
-    ctx.show(page(ctx, "Keys", picker, notice("alert", error.message)));
-    return;
+    // An unknown or misspelt tenant: say so on the picker, so another can be chosen.
+    if (refused(ctx, "Keys", picker, error)) return;
+    throw error;
   }
   const list = section("Keys of this tenant", table);
   ctx.show(page(ctx, `Keys of ${tenant}`, picker, mintForm(ctx, tenant, list), list));
