@@ -94,7 +94,7 @@ export function confirmedButton(options) {
 }
 
 /** @param {HTMLFormElement} form */
-export function clearErrors(form) {
+function clearErrors(form) {
   for (const node of form.querySelectorAll(".field-error")) node.remove();
   for (const control of form.querySelectorAll("[aria-invalid]")) {
     control.removeAttribute("aria-invalid");

@@ -25,7 +25,7 @@ import { reportError } from "./forms.js";
  * @param {string} path
  * @param {Record<string, string | null | undefined>} [query]
  */
-export function hashFor(path, query = {}) {
+function hashFor(path, query = {}) {
   const params = new URLSearchParams();
   for (const [name, value] of Object.entries(query)) if (value !== null && value !== undefined && value !== "") params.set(name, value);
   const text = params.toString();

@@ -35,7 +35,7 @@ function indexOf(period) {
  * @param {string} from
  * @param {string} to
  */
-export function periodsBetween(from, to) {
+function periodsBetween(from, to) {
   const periods = [];
   for (let i = indexOf(from); i <= indexOf(to) && periods.length <= 240; i += 1) periods.push(periodAt(i));
   return periods;
