@@ -68,7 +68,10 @@ async function keysTable(ctx, tenant) {
       confirm: { title: `Revoke “${key.name}”?`, message: `Key ${key.prefix}… stops working at once here and everywhere within the cache TTL. This cannot be undone.`, confirm: "Revoke key" },
       action: async () => {
         await ctx.api.del(`/keys/${seg(key.id)}`);
-        holder.replaceChildren(await keysTable(ctx, tenant), notice("status", `Revoked ${key.name}.`));
+        // The fresh table takes this one's place, so only the latest revoke's line shows.
+        const fresh = await keysTable(ctx, tenant);
+        fresh.appendChild(notice("status", `Revoked ${key.name}.`));
+        holder.replaceWith(fresh);
       },
       failure: "The key could not be revoked.",
     });
