@@ -141,6 +141,22 @@ export function seg(value) {
 }
 
 /**
+ * Whether GET `path` finds something: false on 404, any other refusal thrown.
+ * The create forms ask first, since PUT would replace what is there.
+ * @param {Api} api
+ * @param {string} path
+ */
+export async function exists(api, path) {
+  try {
+    await api.get(path);
+    return true;
+  } catch (error) {
+    if (error instanceof ApiError && error.status === 404) return false;
+    throw error;
+  }
+}
+
+/**
  * What this token may do, asked of the API itself: a DELETE of a block that
  * cannot exist (ids start at 1). The admin token gets 400 (or 404) and
  * nothing changes; the auditor token gets 403 `admin_forbidden` before the

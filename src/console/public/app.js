@@ -37,11 +37,25 @@ const main = /** @type {HTMLElement} */ (document.getElementById("main"));
 const nav = /** @type {HTMLElement} */ (document.getElementById("nav"));
 const who = /** @type {HTMLElement} */ (document.getElementById("who"));
 
+/**
+ * A hash segment decoded, or as typed when it is not valid percent-encoding
+ * (`#/tenants/%`): decodeURIComponent would throw before the router could
+ * show anything, leaving the last page up with no word of why.
+ * @param {string} part
+ */
+function decodeSegment(part) {
+  try {
+    return decodeURIComponent(part);
+  } catch {
+    return part;
+  }
+}
+
 /** `#/tenants/acme?cursor=x` → { name: "tenants", params: ["acme"], query } */
 function parseHash() {
   const hash = location.hash.startsWith("#/") ? location.hash.slice(2) : "";
   const [path = "", queryText = ""] = hash.split("?", 2);
-  const [name = "", ...params] = path.split("/").map((part) => decodeURIComponent(part));
+  const [name = "", ...params] = path.split("/").map(decodeSegment);
   return { name: name === "" ? DEFAULT_ROUTE : name, params, query: new URLSearchParams(queryText) };
 }
 

@@ -77,7 +77,7 @@ export function uid() {
  * `2030-01-31 09:05 UTC`, or an em dash for null: the API speaks UTC, so the console does too.
  * @param {string | null | undefined} iso
  */
-export function formatTime(iso) {
+function formatTime(iso) {
   if (iso === null || iso === undefined) return "—";
   const ms = Date.parse(iso);
   if (Number.isNaN(ms)) return iso;

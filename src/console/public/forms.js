@@ -4,7 +4,8 @@
 // each control's `data-field`), a form-level alert for everything else, and
 // the write controls an auditor sees disabled.
 import { ApiError } from "./api.js";
-import { el, uid } from "./dom.js";
+import { confirmAction } from "./confirm.js";
+import { el, notice, uid } from "./dom.js";
 
 /** @typedef {HTMLInputElement | HTMLSelectElement | HTMLTextAreaElement} Control */
 
@@ -45,9 +46,9 @@ export function writeForm(options, ...children) {
 
 /**
  * A button that changes something: disabled, and saying why, for the auditor.
- * @param {{ label: string, canWrite: boolean, onClick: () => void, danger?: boolean, name?: string }} options
+ * @param {{ label: string, canWrite: boolean, onClick: () => Promise<void>, danger?: boolean, name?: string }} options
  */
-export function writeButton(options) {
+function writeButton(options) {
   return el(
     "button",
     {
@@ -57,14 +58,43 @@ export function writeButton(options) {
       disabled: !options.canWrite,
       title: options.canWrite ? undefined : READ_ONLY_TITLE,
       "aria-label": options.name,
-      onclick: () => options.onClick(),
+      onclick: () => void options.onClick(),
     },
     options.label,
   );
 }
 
+/**
+ * A write button that asks first (confirm.js), then runs `action`. A failure
+ * shows as an alert right after the button, replacing the one before it, so
+ * clicking again never stacks copies of the same message.
+ * @param {{ label: string, canWrite: boolean, confirm: { title: string, message: string, confirm: string }, action: () => Promise<void>, failure: string, danger?: boolean, name?: string }} options
+ */
+export function confirmedButton(options) {
+  /** @type {HTMLElement | null} */
+  let alert = null;
+  const button = writeButton({
+    label: options.label,
+    canWrite: options.canWrite,
+    danger: options.danger,
+    name: options.name,
+    onClick: async () => {
+      if (!(await confirmAction(options.confirm))) return;
+      alert?.remove();
+      alert = null;
+      try {
+        await options.action();
+      } catch (error) {
+        alert = notice("alert", error instanceof Error ? error.message : options.failure);
+        button.after(alert);
+      }
+    },
+  });
+  return button;
+}
+
 /** @param {HTMLFormElement} form */
-export function clearErrors(form) {
+function clearErrors(form) {
   for (const node of form.querySelectorAll(".field-error")) node.remove();
   for (const control of form.querySelectorAll("[aria-invalid]")) {
     control.removeAttribute("aria-invalid");

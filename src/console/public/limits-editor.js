@@ -20,7 +20,7 @@ const MAX_ROWS = 12;
  * @param {boolean} tenantShape
  * @returns {Row[]}
  */
-export function rowsOf(limits, tenantShape) {
+function rowsOf(limits, tenantShape) {
   /** @type {Row[]} */
   const rows = [];
   if (typeof limits !== "object" || limits === null) return rows;

@@ -2,7 +2,9 @@
 // What every view gets and shares: the context the router hands it, the page
 // frame (one h1 the router focuses after a navigation), links between views
 // and the pager for the API's `next_cursor`.
+import { ApiError } from "./api.js";
 import { el, notice } from "./dom.js";
+import { reportError } from "./forms.js";
 
 /**
  * @typedef {Object} ViewContext
@@ -23,7 +25,7 @@ import { el, notice } from "./dom.js";
  * @param {string} path
  * @param {Record<string, string | null | undefined>} [query]
  */
-export function hashFor(path, query = {}) {
+function hashFor(path, query = {}) {
   const params = new URLSearchParams();
   for (const [name, value] of Object.entries(query)) if (value !== null && value !== undefined && value !== "") params.set(name, value);
   const text = params.toString();
@@ -74,18 +76,36 @@ export function pager(path, query, nextCursor, firstLabel = "First page") {
 }
 
 /**
- * A read-only form (filters, pickers): submitting it navigates, it changes nothing.
+ * A read-only form (filters, pickers): submitting it navigates, it changes
+ * nothing. Its alert holds the API's refusal of what was typed (`refused`).
  * @param {string} label
  * @param {(form: HTMLFormElement) => void} onSubmit
  * @param {...Node} children
  */
 export function searchForm(label, onSubmit, ...children) {
-  const form = el("form", { class: "search", role: "search", "aria-label": label, novalidate: true }, ...children);
+  const form = el("form", { class: "search", role: "search", "aria-label": label, novalidate: true }, ...children, el("div", { class: "form-alert", role: "alert" }));
   form.addEventListener("submit", (event) => {
     event.preventDefault();
     onSubmit(form);
   });
   return form;
+}
+
+/**
+ * When the API refused what the operator typed into a search form (400, or
+ * 404 for a tenant or caller that is not there), shows the page with that
+ * form alone and the refusal on it, next to the field it names, and answers
+ * true, so the operator can correct it. Any other failure is the router's.
+ * @param {ViewContext} ctx
+ * @param {string} title
+ * @param {HTMLFormElement} form
+ * @param {unknown} error
+ */
+export function refused(ctx, title, form, error) {
+  if (!(error instanceof ApiError) || (error.status !== 400 && error.status !== 404)) return false;
+  ctx.show(page(ctx, title, form));
+  reportError(form, error);
+  return true;
 }
 
 /**

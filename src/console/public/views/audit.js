@@ -3,10 +3,9 @@
 // first, a page at a time (`next_cursor`; `limit` events a page, the API's 50
 // by default), filtered as the API filters it. Details are shown as the JSON
 // the API answers, as text.
-import { ApiError } from "../api.js";
 import { el, jsonText, table, time } from "../dom.js";
-import { field, input, reportError } from "../forms.js";
-import { page, pager, searchForm, section, valueOf } from "../view.js";
+import { field, input } from "../forms.js";
+import { page, pager, refused, searchForm, section, valueOf } from "../view.js";
 
 /** @typedef {{ id: number, at: string, kind: string, actor: string, tenant: string | null, subject: string | null, detail: unknown }} AuditEvent */
 
@@ -30,16 +29,13 @@ export async function auditView(ctx) {
       field("Caller or target", input("caller", { value: filters.caller, placeholder: "ip:…, key:…, tenant:…" }), { field: "caller" }),
     ),
     el("div", { class: "actions" }, el("button", { type: "submit" }, "Filter")),
-    el("div", { class: "form-alert", role: "alert" }),
   );
   let answer;
   try {
     answer = await ctx.api.get("/audit", { ...filters, cursor, limit });
   } catch (error) {
-    if (!(error instanceof ApiError) || error.status !== 400) throw error;
-    ctx.show(page(ctx, "Audit log", form));
-    reportError(form, error);
-    return;
+    if (refused(ctx, "Audit log", form, error)) return;
+    throw error;
   }
   /** @type {AuditEvent[]} */
   const events = answer.events;

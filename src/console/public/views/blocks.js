@@ -3,9 +3,8 @@
 // any other check, optionally until a time, with a reason. Blocking a target
 // again replaces its expiry and reason.
 import { seg } from "../api.js";
-import { confirmAction } from "../confirm.js";
-import { el, notice, table, time } from "../dom.js";
-import { expiryField, field, input, onSubmit, writeButton, writeForm } from "../forms.js";
+import { el, table, time } from "../dom.js";
+import { confirmedButton, expiryField, field, input, onSubmit, writeForm } from "../forms.js";
 import { activeBadge, link, page, pager, section } from "../view.js";
 
 /** @typedef {{ id: number, target: string, expires_at: string | null, reason: string | null, created_at: string, active: boolean }} Block */
@@ -33,23 +32,18 @@ function blockForm(ctx) {
  * @param {Block} block
  */
 function removeButton(ctx, block) {
-  const button = writeButton({
+  return confirmedButton({
     label: "Remove",
     name: `Remove the block of ${block.target}`,
     danger: true,
     canWrite: ctx.canWrite,
-    onClick: async () => {
-      const sure = await confirmAction({ title: "Remove this block?", message: `${block.target} is admitted again (within the cache TTL on other isolates).`, confirm: "Remove block" });
-      if (!sure) return;
-      try {
-        await ctx.api.del(`/blocks/${seg(String(block.id))}`);
-        ctx.reload(`Block of ${block.target} removed.`);
-      } catch (error) {
-        button.after(notice("alert", error instanceof Error ? error.message : "The block could not be removed."));
-      }
+    confirm: { title: "Remove this block?", message: `${block.target} is admitted again (within the cache TTL on other isolates).`, confirm: "Remove block" },
+    action: async () => {
+      await ctx.api.del(`/blocks/${seg(String(block.id))}`);
+      ctx.reload(`Block of ${block.target} removed.`);
     },
+    failure: "The block could not be removed.",
   });
-  return button;
 }
 
 /** @param {string} target */

@@ -3,12 +3,11 @@
 // DESIGN §15): each limit with its source, scope and where the caller stands
 // under it now, any override and any block; and resetting its limiter state
 // (DELETE /callers/{key}/state). Asking charges the caller nothing.
-import { ApiError, seg } from "../api.js";
-import { confirmAction } from "../confirm.js";
-import { el, formatCount, notice, table, time } from "../dom.js";
-import { field, input, writeButton } from "../forms.js";
+import { seg } from "../api.js";
+import { el, formatCount, table, time } from "../dom.js";
+import { confirmedButton, field, input } from "../forms.js";
 import { describeLimits } from "../limits-editor.js";
-import { activeBadge, link, page, searchForm, section, valueOf } from "../view.js";
+import { activeBadge, link, page, refused, searchForm, section, valueOf } from "../view.js";
 
 /**
  * @typedef {{ category: string, subject: string, source: string, scope: string,
@@ -43,21 +42,16 @@ function limitText(applied) {
  * @param {string} caller
  */
 function resetButton(ctx, caller) {
-  const button = writeButton({
+  return confirmedButton({
     label: "Reset limiter state",
     canWrite: ctx.canWrite,
-    onClick: async () => {
-      const sure = await confirmAction({ title: `Reset ${caller}?`, message: "Forgets where this caller stands under its limits on this isolate (and in the ledger for global limits), so it starts afresh. Audited.", confirm: "Reset state" });
-      if (!sure) return;
-      try {
-        await ctx.api.del(`/callers/${seg(caller)}/state`);
-        ctx.reload(`Limiter state of ${caller} reset.`);
-      } catch (error) {
-        button.after(notice("alert", error instanceof Error ? error.message : "The state could not be reset."));
-      }
+    confirm: { title: `Reset ${caller}?`, message: "Forgets where this caller stands under its limits on this isolate (and in the ledger for global limits), so it starts afresh. Audited.", confirm: "Reset state" },
+    action: async () => {
+      await ctx.api.del(`/callers/${seg(caller)}/state`);
+      ctx.reload(`Limiter state of ${caller} reset.`);
     },
+    failure: "The state could not be reset.",
   });
-  return button;
 }
 
 /**
@@ -109,10 +103,9 @@ export async function explainView(ctx) {
   try {
     answer = await ctx.api.get(`/callers/${seg(caller)}`);
   } catch (error) {
-    // A malformed or unknown caller: say so under the form, so another can be asked.
-    if (!(error instanceof ApiError) || (error.status !== 400 && error.status !== 404)) throw error;
-    ctx.show(page(ctx, "Explain a caller", form, notice("alert", error.message)));
-    return;
+    // A malformed or unknown caller: say so on the form, so another can be asked.
+    if (refused(ctx, "Explain a caller", form, error)) return;
+    throw error;
   }
   ctx.show(page(ctx, `Explain ${answer.caller}`, form, explanation(ctx, answer)));
 }

@@ -3,11 +3,10 @@
 // with a copy button; it lives only in that panel (never stored, never
 // listed again) and is gone when the panel is closed or the page left.
 // Revoking asks first.
-import { ApiError, seg } from "../api.js";
-import { confirmAction } from "../confirm.js";
+import { seg } from "../api.js";
 import { el, formatCount, notice, table, time } from "../dom.js";
-import { expiryField, field, input, onSubmit, writeButton, writeForm } from "../forms.js";
-import { link, page, searchForm, section, valueOf } from "../view.js";
+import { confirmedButton, expiryField, field, input, onSubmit, writeForm } from "../forms.js";
+import { link, page, refused, searchForm, section, valueOf } from "../view.js";
 
 /**
  * @typedef {{ id: string, name: string, prefix: string, created_at: string, expires_at: string | null, revoked_at: string | null,
@@ -61,21 +60,20 @@ async function keysTable(ctx, tenant) {
   const answer = await ctx.api.get(`/tenants/${seg(tenant)}/keys`);
   const holder = el("div", {});
   const rows = answer.keys.map((key) => {
-    const revoke = writeButton({
+    const revoke = confirmedButton({
       label: "Revoke",
       name: `Revoke key ${key.name}`,
       danger: true,
       canWrite: ctx.canWrite && key.revoked_at === null,
-      onClick: async () => {
-        const sure = await confirmAction({ title: `Revoke “${key.name}”?`, message: `Key ${key.prefix}… stops working at once here and everywhere within the cache TTL. This cannot be undone.`, confirm: "Revoke key" });
-        if (!sure) return;
-        try {
-          await ctx.api.del(`/keys/${seg(key.id)}`);
-          holder.replaceChildren(await keysTable(ctx, tenant), notice("status", `Revoked ${key.name}.`));
-        } catch (error) {
-          holder.appendChild(notice("alert", error instanceof Error ? error.message : "The key could not be revoked."));
-        }
+      confirm: { title: `Revoke “${key.name}”?`, message: `Key ${key.prefix}… stops working at once here and everywhere within the cache TTL. This cannot be undone.`, confirm: "Revoke key" },
+      action: async () => {
+        await ctx.api.del(`/keys/${seg(key.id)}`);
+        // The fresh table takes this one's place, so only the latest revoke's line shows.
+        const fresh = await keysTable(ctx, tenant);
+        fresh.appendChild(notice("status", `Revoked ${key.name}.`));
+        holder.replaceWith(fresh);
       },
+      failure: "The key could not be revoked.",
     });
     return [
       key.name,
@@ -129,10 +127,9 @@ export async function keysView(ctx) {
   try {
     table = await keysTable(ctx, tenant);
   } catch (error) {
-    // An unknown or misspelt tenant: say so under the picker, so another can be chosen.
-    if (!(error instanceof ApiError) || (error.status !== 400 && error.status !== 404)) throw error;
-    ctx.show(page(ctx, "Keys", picker, notice("alert", error.message)));
-    return;
+    // An unknown or misspelt tenant: say so on the picker, so another can be chosen.
+    if (refused(ctx, "Keys", picker, error)) return;
+    throw error;
   }
   const list = section("Keys of this tenant", table);
   ctx.show(page(ctx, `Keys of ${tenant}`, picker, mintForm(ctx, tenant, list), list));

@@ -2,11 +2,10 @@
 // #/orgs and #/orgs/{org}: groups of tenants with a quota over all of them.
 // List and create; one org's summed usage, its tenants, its quota to edit,
 // and deleting it (the API refuses while a tenant names it, and says so).
-import { ApiError, seg } from "../api.js";
+import { ApiError, exists, seg } from "../api.js";
 import { quotaGauges } from "../charts.js";
-import { confirmAction } from "../confirm.js";
-import { el, formatCount, notice, table, time } from "../dom.js";
-import { field, input, onSubmit, writeButton, writeForm } from "../forms.js";
+import { el, formatCount, table, time } from "../dom.js";
+import { confirmedButton, field, input, onSubmit, writeForm } from "../forms.js";
 import { describeQuota, quotaEditor } from "../quota-editor.js";
 import { link, page, pager, section } from "../view.js";
 
@@ -18,14 +17,7 @@ function createForm(ctx) {
   onSubmit(form, async () => {
     const name = slug.value.trim();
     if (name === "") throw new ApiError(400, { code: "invalid_request", field: "org", detail: "org: must not be empty" });
-    const taken = await ctx.api.get(`/orgs/${seg(name)}`).then(
-      () => true,
-      (/** @type {unknown} */ error) => {
-        if (error instanceof ApiError && error.status === 404) return false;
-        throw error;
-      },
-    );
-    if (taken) throw new ApiError(400, { code: "invalid_request", field: "org", detail: `org: an org named ${name} already exists; edit it on its page` });
+    if (await exists(ctx.api, `/orgs/${seg(name)}`)) throw new ApiError(400, { code: "invalid_request", field: "org", detail: `org: an org named ${name} already exists; edit it on its page` });
     await ctx.api.put(`/orgs/${seg(name)}`, { quota: quota.read() });
     ctx.go(`#/orgs/${encodeURIComponent(name)}`);
   });
@@ -59,20 +51,16 @@ export async function orgView(ctx) {
     await ctx.api.put(`/orgs/${seg(org.org)}`, { quota: quota.read() });
     ctx.reload("Quota saved.");
   });
-  const remove = writeButton({
+  const remove = confirmedButton({
     label: "Delete org",
     danger: true,
     canWrite: ctx.canWrite,
-    onClick: async () => {
-      const sure = await confirmAction({ title: `Delete ${org.org}?`, message: "Only an org with no tenants can be deleted.", confirm: "Delete org" });
-      if (!sure) return;
-      try {
-        await ctx.api.del(`/orgs/${seg(org.org)}`);
-        ctx.go("#/orgs");
-      } catch (error) {
-        remove.after(notice("alert", error instanceof Error ? error.message : "The org could not be deleted."));
-      }
+    confirm: { title: `Delete ${org.org}?`, message: "Only an org with no tenants can be deleted.", confirm: "Delete org" },
+    action: async () => {
+      await ctx.api.del(`/orgs/${seg(org.org)}`);
+      ctx.go("#/orgs");
     },
+    failure: "The org could not be deleted.",
   });
   /** @type {string[]} */
   const tenants = org.tenants ?? [];

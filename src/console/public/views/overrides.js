@@ -3,9 +3,8 @@
 // every other source while active, optionally until a time, with a reason.
 // Setting one for a caller that has one replaces it.
 import { ApiError, seg } from "../api.js";
-import { confirmAction } from "../confirm.js";
-import { el, notice, table, time } from "../dom.js";
-import { expiryField, field, input, onSubmit, writeButton, writeForm } from "../forms.js";
+import { el, table, time } from "../dom.js";
+import { confirmedButton, expiryField, field, input, onSubmit, writeForm } from "../forms.js";
 import { describeLimits, limitsEditor } from "../limits-editor.js";
 import { activeBadge, link, page, pager, section } from "../view.js";
 
@@ -38,23 +37,18 @@ function setForm(ctx) {
  * @param {Override} override
  */
 function removeButton(ctx, override) {
-  const button = writeButton({
+  return confirmedButton({
     label: "Remove",
     name: `Remove the override for ${override.caller_key}`,
     danger: true,
     canWrite: ctx.canWrite,
-    onClick: async () => {
-      const sure = await confirmAction({ title: "Remove this override?", message: `${override.caller_key} goes back to the limits it would have without one.`, confirm: "Remove override" });
-      if (!sure) return;
-      try {
-        await ctx.api.del(`/overrides/${seg(override.caller_key)}`);
-        ctx.reload(`Override for ${override.caller_key} removed.`);
-      } catch (error) {
-        button.after(notice("alert", error instanceof Error ? error.message : "The override could not be removed."));
-      }
+    confirm: { title: "Remove this override?", message: `${override.caller_key} goes back to the limits it would have without one.`, confirm: "Remove override" },
+    action: async () => {
+      await ctx.api.del(`/overrides/${seg(override.caller_key)}`);
+      ctx.reload(`Override for ${override.caller_key} removed.`);
     },
+    failure: "The override could not be removed.",
   });
-  return button;
 }
 
 /** @type {import("../view.js").View} */

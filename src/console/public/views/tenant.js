@@ -4,9 +4,8 @@
 // explanation and audit trail, and deleting it.
 import { seg } from "../api.js";
 import { quotaGauges } from "../charts.js";
-import { confirmAction } from "../confirm.js";
-import { el, notice, time } from "../dom.js";
-import { field, input, onSubmit, writeButton, writeForm } from "../forms.js";
+import { el, time } from "../dom.js";
+import { confirmedButton, field, input, onSubmit, writeForm } from "../forms.js";
 import { limitsEditor } from "../limits-editor.js";
 import { quotaEditor } from "../quota-editor.js";
 import { link, page, section } from "../view.js";
@@ -37,20 +36,16 @@ function editForm(ctx, tenant) {
 export async function tenantView(ctx) {
   const slug = ctx.params[0] ?? "";
   const tenant = await ctx.api.get(`/tenants/${seg(slug)}`);
-  const remove = writeButton({
+  const remove = confirmedButton({
     label: "Delete tenant",
     danger: true,
     canWrite: ctx.canWrite,
-    onClick: async () => {
-      const sure = await confirmAction({ title: `Delete ${tenant.tenant}?`, message: "Its keys stop working at once and its stored-object records are removed. This cannot be undone.", confirm: "Delete tenant" });
-      if (!sure) return;
-      try {
-        await ctx.api.del(`/tenants/${seg(tenant.tenant)}`);
-        ctx.go("#/tenants");
-      } catch (error) {
-        remove.after(notice("alert", error instanceof Error ? error.message : "The tenant could not be deleted."));
-      }
+    confirm: { title: `Delete ${tenant.tenant}?`, message: "Its keys stop working at once and its stored-object records are removed. This cannot be undone.", confirm: "Delete tenant" },
+    action: async () => {
+      await ctx.api.del(`/tenants/${seg(tenant.tenant)}`);
+      ctx.go("#/tenants");
     },
+    failure: "The tenant could not be deleted.",
   });
   const q = { tenant: tenant.tenant };
   ctx.show(

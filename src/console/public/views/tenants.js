@@ -2,26 +2,12 @@
 // #/tenants: the tenants, a page at a time, and a form to create one.
 // PUT /tenants/{t} creates or replaces; this form only creates, so it asks
 // first whether the slug is taken rather than overwrite a tenant's limits.
-import { ApiError, seg } from "../api.js";
+import { ApiError, exists, seg } from "../api.js";
 import { el, table, time } from "../dom.js";
 import { field, input, onSubmit, writeForm } from "../forms.js";
 import { describeLimits, limitsEditor } from "../limits-editor.js";
 import { describeQuota, quotaEditor } from "../quota-editor.js";
 import { link, page, pager, section } from "../view.js";
-
-/**
- * @param {import("../api.js").Api} api
- * @param {string} slug
- */
-async function exists(api, slug) {
-  try {
-    await api.get(`/tenants/${seg(slug)}`);
-    return true;
-  } catch (error) {
-    if (error instanceof ApiError && error.status === 404) return false;
-    throw error;
-  }
-}
 
 /** @param {import("../view.js").ViewContext} ctx */
 function createForm(ctx) {
@@ -43,7 +29,7 @@ function createForm(ctx) {
   onSubmit(form, async () => {
     const name = slug.value.trim();
     if (name === "") throw new ApiError(400, { code: "invalid_request", field: "tenant", detail: "tenant: must not be empty" });
-    if (await exists(ctx.api, name)) {
+    if (await exists(ctx.api, `/tenants/${seg(name)}`)) {
       throw new ApiError(400, { code: "invalid_request", field: "tenant", detail: `tenant: a tenant named ${name} already exists; edit it on its page` });
     }
     const body = { limits: limits.read(), quota: quota.read(), org: org.value.trim() === "" ? undefined : org.value.trim() };

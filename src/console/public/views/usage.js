@@ -2,11 +2,11 @@
 // #/usage?tenant=&from=&to=: metered usage by month from the chargeback
 // export (NDJSON), drawn as bar charts; with a tenant, its live quota gauges
 // too. Without one, a chart of requests per tenant.
-import { ApiError, seg } from "../api.js";
+import { seg } from "../api.js";
 import { barChart, quotaGauges } from "../charts.js";
 import { el, formatBytes, formatCount, table } from "../dom.js";
-import { field, input, reportError } from "../forms.js";
-import { link, page, searchForm, section, valueOf } from "../view.js";
+import { field, input } from "../forms.js";
+import { link, page, refused, searchForm, section, valueOf } from "../view.js";
 
 /** @typedef {{ tenant: string, period: string, metric: string, value: number, status: string }} Row */
 
@@ -35,7 +35,7 @@ function indexOf(period) {
  * @param {string} from
  * @param {string} to
  */
-export function periodsBetween(from, to) {
+function periodsBetween(from, to) {
   const periods = [];
   for (let i = indexOf(from); i <= indexOf(to) && periods.length <= 240; i += 1) periods.push(periodAt(i));
   return periods;
@@ -118,7 +118,6 @@ export async function usageView(ctx) {
       field("To month", input("to", { type: "month", value: to }), { field: "to" }),
     ),
     el("div", { class: "actions" }, el("button", { type: "submit" }, "Show usage")),
-    el("div", { class: "form-alert", role: "alert" }),
   );
   const range = { from, to };
   let body;
@@ -142,10 +141,8 @@ export async function usageView(ctx) {
       );
     }
   } catch (error) {
-    if (!(error instanceof ApiError) || (error.status !== 400 && error.status !== 404)) throw error;
-    ctx.show(page(ctx, "Usage", form));
-    reportError(form, error);
-    return;
+    if (refused(ctx, "Usage", form, error)) return;
+    throw error;
   }
   ctx.show(page(ctx, tenant === "" ? "Usage" : `Usage of ${tenant}`, form, body));
 }
