@@ -74,8 +74,9 @@ function settle(table: LimiterTable, settlements: readonly SettleCharge[], nowMs
   for (let s = 0; s < settlements.length; s++) {
     const settlement = settlements[s]!;
     if (!isUnits(settlement.units)) throw new RangeError(`settlement ${s}: units must be a whole number >= 0`);
+    // One hash per key: setHashOf and tagOf derive every limit's slot from it (as admit() does).
+    if (settlement.limits.length > 0) table.hashKey(settlement.subject, settlement.category);
     for (const limit of settlement.limits) {
-      table.hashKey(settlement.subject, settlement.category);
       const setHash = table.setHashOf(limit);
       const tag = table.tagOf(limit);
       const slot = table.find(setHash, tag);
