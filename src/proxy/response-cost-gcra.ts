@@ -84,15 +84,14 @@ function settle(table: LimiterTable, settlements: readonly SettleCharge[], nowMs
       const aheadMs = table.aheadMs(slot, t);
       const relUnits = aheadMs === 0 ? 0 : aheadMs * q - table.deficit(slot);
       const after = settlement.units === 0 || (relUnits === 0 && !createState) ? relUnits : move(relUnits, settlement.units, limit);
+      const resetMs = ceilDiv(after, q);
       if (after !== relUnits) {
-        const resetMs = ceilDiv(after, q);
         // A refund down to now leaves no state: the slot is freed.
         if (resetMs === 0) {
           if (slot >= 0) table.forget(slot);
         } else table.write(slot, setHash, tag, t, resetMs, resetMs * q - after);
       }
       const remaining = after >= limit.toleranceUnits ? 0 : floorDiv(limit.toleranceUnits - after, limit.intervalUnits);
-      const resetMs = ceilDiv(after, q);
       if (tightest === null || remaining < tightest.remaining || (remaining === tightest.remaining && resetMs > tightest.resetMs)) {
         tightest = { chargeIndex: s, limit, remaining, resetMs };
       }
