@@ -25,8 +25,11 @@ export function addOpenRent(charges: Charge[], subjects: readonly ChargedSubject
   for (const charge of categoryCharges(subjects, STREAM_RENT_CATEGORY, STREAM_RENT_PER_PERIOD)) charges.push(charge);
 }
 
-/** Whether any of `charges` carries a limit: a category with none costs nothing to skip. */
-export function anyLimited(charges: readonly Charge[]): boolean {
-  for (const charge of charges) if (charge.limits.length > 0) return true;
-  return false;
+/**
+ * The charges that carry a limit. admit() skips the others anyway; leaving
+ * them out once, at the open, lets a caller limited on one subject take
+ * admit()'s single-limit path on every message and every rent period.
+ */
+export function limitedCharges(charges: readonly Charge[]): Charge[] {
+  return charges.filter((charge) => charge.limits.length > 0);
 }

@@ -25,7 +25,7 @@ import { type StreamEnd, streamLogLine } from "../log/stream-log";
 import { CLOSE_ABNORMAL, CLOSE_GOING_AWAY, closeQuietly, passClose, sendQuietly } from "../proxy/websocket";
 import { chargedSubjects } from "./rate-limit";
 import { flushUsage } from "./settle";
-import { anyLimited, categoryCharges, MESSAGE_CATEGORY, MESSAGE_COST, STREAM_RENT_CATEGORY, STREAM_RENT_PER_PERIOD } from "./stream-charges";
+import { categoryCharges, limitedCharges, MESSAGE_CATEGORY, MESSAGE_COST, STREAM_RENT_CATEGORY, STREAM_RENT_PER_PERIOD } from "./stream-charges";
 import { noteRefusal } from "./sustained";
 
 /** The close code a refused rent or message sends the client: 4000 + the HTTP status it stands for. */
@@ -52,6 +52,7 @@ export class StreamSession {
   readonly #options: StreamSessionOptions;
   /** Charged: not an exempt path, not `mode: "off"`. */
   readonly #charged: boolean;
+  /** The rent's charges that carry a limit (the others cost nothing). */
   readonly #rent: readonly Charge[];
   /** Null when the caller has no `message` limits: nothing to do per message. */
   readonly #messages: readonly Charge[] | null;
@@ -69,9 +70,9 @@ export class StreamSession {
     this.#options = options;
     this.#charged = !x.bypass;
     const subjects = this.#charged ? chargedSubjects(x.caller, options.defaults) : [];
-    this.#rent = categoryCharges(subjects, STREAM_RENT_CATEGORY, STREAM_RENT_PER_PERIOD);
-    const messages = categoryCharges(subjects, MESSAGE_CATEGORY, MESSAGE_COST);
-    this.#messages = anyLimited(messages) ? messages : null;
+    this.#rent = limitedCharges(categoryCharges(subjects, STREAM_RENT_CATEGORY, STREAM_RENT_PER_PERIOD));
+    const messages = limitedCharges(categoryCharges(subjects, MESSAGE_CATEGORY, MESSAGE_COST));
+    this.#messages = messages.length > 0 ? messages : null;
   }
 
   /** Accepts both ends and starts relaying and charging. */

@@ -1,6 +1,6 @@
 // Headers that describe one connection, not the message (RFC 9110 §7.6.1),
 // plus the proxy credentials. Dropped in both directions, with every name the
-// Connection header lists.
+// Connection header lists, while the forward copies headers (forward.ts).
 export const HOP_BY_HOP: ReadonlySet<string> = new Set([
   "connection",
   "keep-alive",
@@ -23,11 +23,4 @@ export function listedInConnection(connection: string | null): ReadonlySet<strin
     (listed ??= new Set()).add(trimmed);
   }
   return listed;
-}
-
-/** Remove hop-by-hop headers, including every name listed in `Connection`, in place. */
-export function dropHopByHop(headers: Headers): void {
-  const listed = listedInConnection(headers.get("connection"));
-  if (listed !== null) for (const name of listed) headers.delete(name);
-  for (const name of HOP_BY_HOP) headers.delete(name);
 }

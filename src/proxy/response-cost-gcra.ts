@@ -74,8 +74,9 @@ function settle(table: LimiterTable, settlements: readonly SettleCharge[], nowMs
   for (let s = 0; s < settlements.length; s++) {
     const settlement = settlements[s]!;
     if (!isUnits(settlement.units)) throw new RangeError(`settlement ${s}: units must be a whole number >= 0`);
+    // One hash per key: setHashOf and tagOf derive every limit's slot from it (as admit() does).
+    if (settlement.limits.length > 0) table.hashKey(settlement.subject, settlement.category);
     for (const limit of settlement.limits) {
-      table.hashKey(settlement.subject, settlement.category);
       const setHash = table.setHashOf(limit);
       const tag = table.tagOf(limit);
       const slot = table.find(setHash, tag);
@@ -83,15 +84,14 @@ function settle(table: LimiterTable, settlements: readonly SettleCharge[], nowMs
       const aheadMs = table.aheadMs(slot, t);
       const relUnits = aheadMs === 0 ? 0 : aheadMs * q - table.deficit(slot);
       const after = settlement.units === 0 || (relUnits === 0 && !createState) ? relUnits : move(relUnits, settlement.units, limit);
+      const resetMs = ceilDiv(after, q);
       if (after !== relUnits) {
-        const resetMs = ceilDiv(after, q);
         // A refund down to now leaves no state: the slot is freed.
         if (resetMs === 0) {
           if (slot >= 0) table.forget(slot);
         } else table.write(slot, setHash, tag, t, resetMs, resetMs * q - after);
       }
       const remaining = after >= limit.toleranceUnits ? 0 : floorDiv(limit.toleranceUnits - after, limit.intervalUnits);
-      const resetMs = ceilDiv(after, q);
       if (tightest === null || remaining < tightest.remaining || (remaining === tightest.remaining && resetMs > tightest.resetMs)) {
         tightest = { chargeIndex: s, limit, remaining, resetMs };
       }
