@@ -9,13 +9,14 @@ import { database } from "../db/client";
 import { countTenantsOfOrg, deleteOrgIfEmpty, getOrg, listOrgs, type OrgRow, orgIsGone, putOrg, tenantsOfOrg } from "../db/orgs";
 import { problem } from "../errors";
 import type { AdminEnv } from "./admin-env";
+import { orgNotFound } from "./not-found";
 import { orgBodySchema, slugPageQuerySchema } from "./operation-schemas";
 import { pageOf, rowsToRead } from "./paging";
 import { presentOrg } from "./present";
 import { tenantSlugSchema } from "./schemas";
 import { stored } from "./storage";
 import { purgeOrgQuota } from "./org-sync";
-import { liveQuotaUsage } from "./usage";
+import { liveQuotaUsage, quotaUnavailable } from "./usage";
 import { jsonBody, pathParam, validate } from "./validate";
 
 /**
@@ -26,10 +27,6 @@ import { jsonBody, pathParam, validate } from "./validate";
 export const MAX_ORG_TENANTS_READ = 500;
 /** Quota objects asked at once. */
 const USAGE_FAN_OUT = 50;
-
-function orgNotFound(slug: string): Response {
-  return problem("not_found", { detail: `No org named ${slug}.` });
-}
 
 function subjectOf(slug: string): string {
   return `org:${slug}`;
@@ -123,7 +120,7 @@ export function registerOrgRoutes(app: Hono<AdminEnv>): void {
     try {
       await purgeOrgQuota(c.env, slug.value);
     } catch {
-      return problem("quota_unavailable", { detail: "The org's quota object could not be emptied; nothing was deleted. Retry the delete.", headers: { "retry-after": "1" } });
+      return quotaUnavailable("The org's quota object could not be emptied; nothing was deleted. Retry the delete.");
     }
     const nowMs = Date.now();
     // The delete only happens if no tenant joined since the count; its audit event only if it happened.
