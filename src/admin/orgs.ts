@@ -16,7 +16,7 @@ import { presentOrg } from "./present";
 import { tenantSlugSchema } from "./schemas";
 import { stored } from "./storage";
 import { purgeOrgQuota } from "./org-sync";
-import { liveQuotaUsage, quotaUnavailable } from "./usage";
+import { liveQuotaUsages, quotaUnavailable } from "./usage";
 import { jsonBody, pathParam, validate } from "./validate";
 
 /**
@@ -25,8 +25,6 @@ import { jsonBody, pathParam, validate } from "./validate";
  * `usage: null`.
  */
 export const MAX_ORG_TENANTS_READ = 500;
-/** Quota objects asked at once. */
-const USAGE_FAN_OUT = 50;
 
 function subjectOf(slug: string): string {
   return `org:${slug}`;
@@ -41,14 +39,11 @@ interface UsageTotals {
 /** The usage of every tenant summed, or null when one quota object does not answer (a partial sum would mislead). */
 async function summedUsage(env: AdminEnv["Bindings"], tenants: readonly string[]): Promise<UsageTotals | null> {
   const total: UsageTotals = { bytes: 0, objects: 0, reserved_bytes: 0 };
-  for (let i = 0; i < tenants.length; i += USAGE_FAN_OUT) {
-    const usages = await Promise.all(tenants.slice(i, i + USAGE_FAN_OUT).map((t) => liveQuotaUsage(env, t)));
-    for (const usage of usages) {
-      if (usage === null) return null;
-      total.bytes += usage.bytes;
-      total.objects += usage.objects;
-      total.reserved_bytes += usage.reserved_bytes;
-    }
+  for (const usage of await liveQuotaUsages(env, tenants)) {
+    if (usage === null) return null;
+    total.bytes += usage.bytes;
+    total.objects += usage.objects;
+    total.reserved_bytes += usage.reserved_bytes;
   }
   return total;
 }

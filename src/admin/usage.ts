@@ -34,6 +34,18 @@ export async function liveQuotaUsage(env: Bindings, tenant: string): Promise<Usa
   }
 }
 
+/** Quota objects asked at once when many tenants are read (orgs, reconcile). */
+const USAGE_FAN_OUT = 50;
+
+/** liveQuotaUsage of each tenant, in order, USAGE_FAN_OUT calls at a time. */
+export async function liveQuotaUsages(env: Bindings, tenants: readonly string[]): Promise<(UsageResult | null)[]> {
+  const usages: (UsageResult | null)[] = [];
+  for (let i = 0; i < tenants.length; i += USAGE_FAN_OUT) {
+    usages.push(...(await Promise.all(tenants.slice(i, i + USAGE_FAN_OUT).map((t) => liveQuotaUsage(env, t)))));
+  }
+  return usages;
+}
+
 /** 503 quota_unavailable with Retry-After: a quota object did not answer. */
 export function quotaUnavailable(detail = "The tenant's quota counters could not be read."): Response {
   return problem("quota_unavailable", { detail, headers: { "retry-after": String(QUOTA_RETRY_AFTER_S) } });
