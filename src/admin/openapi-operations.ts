@@ -1,9 +1,8 @@
 // The OpenAPI paths of the caller-operation, org, tenant-listing and
 // reconciliation calls (DESIGN §15, §16).
-import { MAX_CALLER_KEY_CHARS } from "./caller-keys";
 import { DEFAULT_PAGE, DEFAULT_RECONCILE_PAGE, MAX_PAGE, MAX_RECONCILE_PAGE } from "./operation-schemas";
 import { COMMON_ERRORS, type Json, jsonContent, op, pageParams, problemResponse, ref, WRITE_ERRORS } from "./openapi-parts";
-import { TENANT_SLUG } from "./schemas";
+import { MAX_CALLER_KEY_CHARS, TENANT_SLUG } from "./schemas";
 
 const callerKeyParam: Json = {
   name: "caller_key",
