@@ -16,7 +16,7 @@ import { authFailuresResponse } from "../limits/auth-gate";
 import { rateLimitedResponse } from "../limits/rate-limit-response";
 import type { Runtime } from "../runtime";
 import { bearerToken } from "../utils/bearer";
-import { constantTimeEqual, sha256Bytes, sha256Hex, toHex } from "../utils/crypto";
+import { constantTimeEqual, sha256Bytes, toHex } from "../utils/crypto";
 import type { AdminEnv, AdminRole } from "./admin-env";
 
 /** Query parameters that look like a credential: present → 401, whatever their value. */
@@ -81,9 +81,4 @@ export function adminAuth(): MiddlewareHandler<AdminEnv> {
     c.set("role", role);
     await next();
   };
-}
-
-/** The limiter subject of a token, for tests and tools. */
-export async function adminSubjectOf(token: string): Promise<string> {
-  return `admin:${(await sha256Hex(token.trim())).slice(0, SUBJECT_DIGEST_CHARS)}`;
 }

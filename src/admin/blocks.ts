@@ -8,9 +8,9 @@ import type { Hono } from "hono";
 import { insertAuditEvent } from "../db/audit";
 import { deleteBlock, getBlock, getBlockByTarget, listBlocks, putBlock } from "../db/blocks";
 import { database } from "../db/client";
-import { problem } from "../errors";
 import type { AdminEnv } from "./admin-env";
 import { adminAuditSubject } from "./audit-subject-key";
+import { blockNotFound } from "./not-found";
 import { parseCallerKey } from "./caller-keys";
 import { blockBodySchema, blockIdSchema, idPageQuerySchema } from "./operation-schemas";
 import { pageOf, rowsToRead } from "./paging";
@@ -21,10 +21,6 @@ import { invalid, jsonBody, pathParam, validate } from "./validate";
 /** The tenant an event is about, for the audit log's tenant filter. */
 function tenantOf(target: string): string | null {
   return target.startsWith("tenant:") ? target.slice("tenant:".length) : null;
-}
-
-function blockNotFound(id: number): Response {
-  return problem("not_found", { detail: `No block with id ${id}.` });
 }
 
 export function registerBlockRoutes(app: Hono<AdminEnv>): void {

@@ -10,14 +10,11 @@
 //   tenant:<slug>    a tenant
 import { parseCidrs, parseIp } from "../engine/cidr";
 import { canonicalKey, formatAddress, UNKNOWN_CLIENT } from "../identity/client-address";
-import { TENANT_SLUG } from "./schemas";
+import { KEY_ID, MAX_CALLER_KEY_CHARS, TENANT_SLUG } from "./schemas";
 import { invalid, type Parsed } from "./validate";
 
 export type CallerKeyKind = "ip" | "net" | "key" | "jwt" | "tenant";
 
-/** Longest caller key or target looked at; the longest real one is a `jwt:` (68) or a spelled-out IPv6 CIDR. */
-export const MAX_CALLER_KEY_CHARS = 128;
-const KEY_ID = /^[0-9a-z]{12}$/;
 const JWT_DIGEST = /^[0-9a-f]{64}$/;
 
 const SHAPES: Readonly<Record<CallerKeyKind, string>> = {

@@ -12,3 +12,11 @@ export function keyNotFound(id: string): Response {
 export function overrideNotFound(callerKey: string): Response {
   return problem("not_found", { detail: `No override for ${callerKey}.` });
 }
+
+export function orgNotFound(slug: string): Response {
+  return problem("not_found", { detail: `No org named ${slug}.` });
+}
+
+export function blockNotFound(id: number): Response {
+  return problem("not_found", { detail: `No block with id ${id}.` });
+}

@@ -1,9 +1,9 @@
 // The OpenAPI paths of the caller-operation, org, tenant-listing and
 // reconciliation calls (DESIGN §15, §16).
-import { MAX_CALLER_KEY_CHARS } from "./caller-keys";
 import { DEFAULT_PAGE, DEFAULT_RECONCILE_PAGE, MAX_PAGE, MAX_RECONCILE_PAGE } from "./operation-schemas";
+import { MAX_ORG_TENANTS_READ } from "./orgs";
 import { COMMON_ERRORS, type Json, jsonContent, op, pageParams, problemResponse, ref, WRITE_ERRORS } from "./openapi-parts";
-import { TENANT_SLUG } from "./schemas";
+import { MAX_CALLER_KEY_CHARS, TENANT_SLUG } from "./schemas";
 
 const callerKeyParam: Json = {
   name: "caller_key",
@@ -83,7 +83,7 @@ export function operationPaths(): Json {
     "/orgs/{org}": {
       parameters: [orgParam],
       put: op("Create or replace an org and its quota", { "200": { description: "replaced", content: jsonContent(ref("Org")) }, "201": { description: "created", content: jsonContent(ref("Org")) }, ...WRITE_ERRORS }, { requestBody: { content: jsonContent(ref("OrgBody")) } }),
-      get: op("An org with its tenants and their quota usage summed (null when a quota object does not answer, or the org has more than 500 tenants)", { "200": { description: "the org", content: jsonContent(ref("Org")) }, "404": problemResponse("not_found"), ...COMMON_ERRORS }),
+      get: op(`An org with its tenants and their quota usage summed (null when a quota object does not answer, or the org has more than ${MAX_ORG_TENANTS_READ} tenants)`, { "200": { description: "the org", content: jsonContent(ref("Org")) }, "404": problemResponse("not_found"), ...COMMON_ERRORS }),
       delete: op("Delete an org that no tenant names", { "200": deleted({ org: { type: "string" } }), "404": problemResponse("not_found"), "409": problemResponse("conflict: tenants still name the org (`tenants` says how many)"), ...WRITE_ERRORS }),
     },
     "/usage/reconcile": {

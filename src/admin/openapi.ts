@@ -6,9 +6,9 @@ import type { AdminEnv } from "./admin-env";
 import { EXPORT_FORMATS, MAX_EXPORT_MONTHS, MAX_EXPORT_ROWS, PERIOD } from "./export";
 import { COMMON_ERRORS, type Json, jsonContent, op, problemResponse, ref, tenantParam, WRITE_ERRORS } from "./openapi-parts";
 import { operationPaths } from "./openapi-operations";
-import { MAX_AUDIT_PAGE, registry, TENANT_SLUG } from "./schemas";
+import { KEY_ID, MAX_AUDIT_PAGE, MAX_CALLER_KEY_CHARS, registry, TENANT_SLUG } from "./schemas";
 
-const keyIdParam: Json = { name: "id", in: "path", required: true, schema: { type: "string", pattern: "^[0-9a-z]{12}$" } };
+const keyIdParam: Json = { name: "id", in: "path", required: true, schema: { type: "string", pattern: KEY_ID.source } };
 function components(): Json {
   const generated = z.toJSONSchema(registry, { target: "draft-2020-12", io: "input", uri: (id) => `#/components/schemas/${id}` }) as { schemas: Record<string, Json> };
   const schemas: Record<string, Json> = {};
@@ -79,7 +79,7 @@ export function openApiDocument(): Json {
                 name: "caller",
                 in: "query",
                 description: "Events about this caller key or block target (ip:, net:, jwt:, key:, tenant:); addresses, networks and JWT callers are stored as keyed digests (`hmac:<hex>`) and matched as such",
-                schema: { type: "string" },
+                schema: { type: "string", maxLength: MAX_CALLER_KEY_CHARS },
               },
               { name: "since", in: "query", description: "ISO 8601 date-time", schema: { type: "string", format: "date-time" } },
               { name: "cursor", in: "query", description: "`next_cursor` of the previous page", schema: { type: "string" } },

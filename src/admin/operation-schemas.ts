@@ -2,8 +2,7 @@
 // §16): bodies and queries the routes validate with, and the answers the
 // OpenAPI document describes. Registered in the same registry as schemas.ts.
 import { z } from "zod";
-import { MAX_CALLER_KEY_CHARS } from "./caller-keys";
-import { isoOut, isoTimestamp, overrideSchema, quotaSchema, reasonSchema, registry, TENANT_SLUG, tenantSchema, tenantSlugSchema } from "./schemas";
+import { isoOut, isoTimestamp, MAX_CALLER_KEY_CHARS, overrideSchema, quotaSchema, reasonSchema, registry, TENANT_SLUG, tenantSchema, tenantSlugSchema } from "./schemas";
 
 export const DEFAULT_PAGE = 50;
 export const MAX_PAGE = 200;

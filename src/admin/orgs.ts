@@ -9,13 +9,14 @@ import { database } from "../db/client";
 import { countTenantsOfOrg, deleteOrgIfEmpty, getOrg, listOrgs, type OrgRow, orgIsGone, putOrg, tenantsOfOrg } from "../db/orgs";
 import { problem } from "../errors";
 import type { AdminEnv } from "./admin-env";
+import { orgNotFound } from "./not-found";
 import { orgBodySchema, slugPageQuerySchema } from "./operation-schemas";
 import { pageOf, rowsToRead } from "./paging";
 import { presentOrg } from "./present";
 import { tenantSlugSchema } from "./schemas";
 import { stored } from "./storage";
 import { purgeOrgQuota } from "./org-sync";
-import { liveQuotaUsage } from "./usage";
+import { liveQuotaUsages, quotaUnavailable } from "./usage";
 import { jsonBody, pathParam, validate } from "./validate";
 
 /**
@@ -24,12 +25,6 @@ import { jsonBody, pathParam, validate } from "./validate";
  * `usage: null`.
  */
 export const MAX_ORG_TENANTS_READ = 500;
-/** Quota objects asked at once. */
-const USAGE_FAN_OUT = 50;
-
-function orgNotFound(slug: string): Response {
-  return problem("not_found", { detail: `No org named ${slug}.` });
-}
 
 function subjectOf(slug: string): string {
   return `org:${slug}`;
@@ -44,14 +39,11 @@ interface UsageTotals {
 /** The usage of every tenant summed, or null when one quota object does not answer (a partial sum would mislead). */
 async function summedUsage(env: AdminEnv["Bindings"], tenants: readonly string[]): Promise<UsageTotals | null> {
   const total: UsageTotals = { bytes: 0, objects: 0, reserved_bytes: 0 };
-  for (let i = 0; i < tenants.length; i += USAGE_FAN_OUT) {
-    const usages = await Promise.all(tenants.slice(i, i + USAGE_FAN_OUT).map((t) => liveQuotaUsage(env, t)));
-    for (const usage of usages) {
-      if (usage === null) return null;
-      total.bytes += usage.bytes;
-      total.objects += usage.objects;
-      total.reserved_bytes += usage.reserved_bytes;
-    }
+  for (const usage of await liveQuotaUsages(env, tenants)) {
+    if (usage === null) return null;
+    total.bytes += usage.bytes;
+    total.objects += usage.objects;
+    total.reserved_bytes += usage.reserved_bytes;
   }
   return total;
 }
@@ -123,7 +115,7 @@ export function registerOrgRoutes(app: Hono<AdminEnv>): void {
     try {
       await purgeOrgQuota(c.env, slug.value);
     } catch {
-      return problem("quota_unavailable", { detail: "The org's quota object could not be emptied; nothing was deleted. Retry the delete.", headers: { "retry-after": "1" } });
+      return quotaUnavailable("The org's quota object could not be emptied; nothing was deleted. Retry the delete.");
     }
     const nowMs = Date.now();
     // The delete only happens if no tenant joined since the count; its audit event only if it happened.

@@ -8,20 +8,16 @@
 // whose bytes nobody can purge any more except by recreating it.
 import type { Bindings } from "../context";
 import { callQuota } from "../durable/quota-client";
+import type { PurgeResult } from "../durable/quota-types";
 import { errorName, log } from "../log/logger";
-
-export interface PurgeResult {
-  /** What the object held before it was emptied. */
-  readonly bytes: number;
-  readonly objects: number;
-}
+import { quotaStub } from "./usage";
 
 export type PurgeOutcome = { ok: true; purged: PurgeResult } | { ok: false };
 
 /** Empties the tenant's quota object. */
 export async function purgeTenantQuota(env: Bindings, tenant: string): Promise<PurgeOutcome> {
   try {
-    const result = await callQuota(() => env.TENANT_QUOTA.get(env.TENANT_QUOTA.idFromName(tenant)).purge());
+    const result = await callQuota(() => quotaStub(env, tenant).purge());
     return { ok: true, purged: { bytes: result.bytes, objects: result.objects } };
   } catch (error) {
     log.error("quota_purge_failed", { error: errorName(error) });

@@ -18,13 +18,12 @@ import { appendAdjustmentIfUnchanged, type MeteredTotal, meteredTotalIs, metered
 import { periodOf } from "../db/usage-monthly";
 import type { AdminEnv } from "./admin-env";
 import { DEFAULT_RECONCILE_PAGE, reconcileQuerySchema } from "./operation-schemas";
+import { pageOf, rowsToRead } from "./paging";
 import { stored } from "./storage";
-import { liveQuotaUsage } from "./usage";
+import { liveQuotaUsages } from "./usage";
 import { validate } from "./validate";
 
 const METRIC = "bytes_stored";
-/** Quota objects asked at once. */
-const FAN_OUT = 50;
 
 type Status = "drift" | "adjusted" | "changed" | "unavailable";
 
@@ -37,17 +36,12 @@ interface Entry {
 }
 
 async function compare(env: AdminEnv["Bindings"], totals: readonly MeteredTotal[]): Promise<Entry[]> {
-  const entries: Entry[] = [];
-  for (let i = 0; i < totals.length; i += FAN_OUT) {
-    const chunk = totals.slice(i, i + FAN_OUT);
-    const usages = await Promise.all(chunk.map((t) => liveQuotaUsage(env, t.tenant)));
-    chunk.forEach((t, j) => {
-      const usage = usages[j] ?? null;
-      if (usage === null) entries.push({ tenant: t.tenant, status: "unavailable", metered_bytes: t.metered, quota_bytes: null, drift_bytes: null });
-      else entries.push({ tenant: t.tenant, status: "drift", metered_bytes: t.metered, quota_bytes: usage.bytes, drift_bytes: usage.bytes - t.metered });
-    });
-  }
-  return entries;
+  const usages = await liveQuotaUsages(env, totals.map((t) => t.tenant));
+  return totals.map((t, i): Entry => {
+    const usage = usages[i] ?? null;
+    if (usage === null) return { tenant: t.tenant, status: "unavailable", metered_bytes: t.metered, quota_bytes: null, drift_bytes: null };
+    return { tenant: t.tenant, status: "drift", metered_bytes: t.metered, quota_bytes: usage.bytes, drift_bytes: usage.bytes - t.metered };
+  });
 }
 
 export function registerReconcileRoutes(app: Hono<AdminEnv>): void {
@@ -57,11 +51,8 @@ export function registerReconcileRoutes(app: Hono<AdminEnv>): void {
     const apply = query.value.apply === "true";
     const limit = query.value.limit ?? DEFAULT_RECONCILE_PAGE;
     const db = database(c.env.DB);
-    // One more than a page tells whether another follows.
-    const totals = await stored(() => meteredTotals(db, { metric: METRIC, afterSlug: query.value.cursor, tenant: query.value.tenant, limit: limit + 1 }));
-    const page = totals.slice(0, limit);
-    const last = page[page.length - 1];
-    const nextCursor = totals.length > limit && last !== undefined ? last.tenant : null;
+    const totals = await stored(() => meteredTotals(db, { metric: METRIC, afterSlug: query.value.cursor, tenant: query.value.tenant, limit: rowsToRead(limit) }));
+    const { items: page, nextCursor } = pageOf(totals, limit, (t) => t.tenant);
 
     const compared = await compare(c.env, page);
     const reported = compared.filter((e) => e.status === "unavailable" || e.drift_bytes !== 0);

@@ -8,9 +8,11 @@ export const MAX_LIMITS_PER_LIST = 3;
 export const TENANT_SLUG = /^[a-z0-9][a-z0-9._-]{0,63}$/;
 /** Category names, as in the TOLLGATE config. */
 export const CATEGORY_NAME = /^[a-z][a-z0-9_]{0,31}$/;
-const KEY_ID = /^[0-9a-z]{12}$/;
+export const KEY_ID = /^[0-9a-z]{12}$/;
 const AUDIT_KIND = /^[a-z][a-z0-9_]{0,63}$/;
 export const MAX_KEY_NAME_CHARS = 128;
+/** Longest caller key or block target looked at; the longest real one is a `jwt:` (68) or a spelled-out IPv6 CIDR. */
+export const MAX_CALLER_KEY_CHARS = 128;
 export const DEFAULT_AUDIT_PAGE = 50;
 export const MAX_AUDIT_PAGE = 200;
 
@@ -100,7 +102,7 @@ registry.add(overrideBodySchema, { id: "OverrideBody" });
 export const auditQuerySchema = z.strictObject({
   kind: z.string().regex(AUDIT_KIND, "must match ^[a-z][a-z0-9_]{0,63}$").optional(),
   tenant: tenantSlugSchema.optional(),
-  caller: z.string().max(128, "is too long").optional().describe("A caller key or block target; validated by the route"),
+  caller: z.string().max(MAX_CALLER_KEY_CHARS, "is too long").optional().describe("A caller key or block target; validated by the route"),
   since: isoTimestamp.optional(),
   cursor: z.string().regex(/^[1-9][0-9]{0,15}$/, "must be a next_cursor from a previous page").optional(),
   limit: z

@@ -2,6 +2,7 @@
 // a failure leaves nothing half-written; the client gets 503
 // admin_unavailable and no SQL or driver text.
 import { problem } from "../errors";
+import { errorName, log } from "../log/logger";
 
 export class StorageUnavailable extends Error {
   override readonly name = "StorageUnavailable";
@@ -12,7 +13,7 @@ export async function stored<T>(work: () => Promise<T>): Promise<T> {
   try {
     return await work();
   } catch (error) {
-    console.error(JSON.stringify({ level: "error", at_unix_ms: Date.now(), event: "admin_storage_failed", error: error instanceof Error ? error.name : "unknown" }));
+    log.error("admin_storage_failed", { error: errorName(error) });
     throw new StorageUnavailable("D1 failed");
   }
 }

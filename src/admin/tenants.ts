@@ -12,6 +12,7 @@ import { getOrg } from "../db/orgs";
 import { deleteKeyOverridesOfTenant } from "../db/overrides";
 import { deleteTenant, getTenant, listTenants, putTenant, type TenantRow, updateTenant } from "../db/tenants";
 import type { Bindings } from "../context";
+import { errorName, log } from "../log/logger";
 import type { AdminEnv } from "./admin-env";
 import { tenantNotFound } from "./not-found";
 import { slugPageQuerySchema } from "./operation-schemas";
@@ -38,7 +39,7 @@ async function moveBetweenOrgs(env: Bindings, tenant: string, fromOrg: string | 
     await syncOrgMembership(env, tenant, fromOrg, toOrg);
     return null;
   } catch (error) {
-    console.error(JSON.stringify({ level: "error", at_unix_ms: Date.now(), event: "org_sync_failed", error: error instanceof Error ? error.name : "unknown" }));
+    log.error("org_sync_failed", { error: errorName(error) });
     return quotaUnavailable("The org's quota counters could not be updated; nothing was changed.");
   }
 }

@@ -10,6 +10,7 @@ import { database } from "../db/client";
 import { getTenant } from "../db/tenants";
 import { monthlyUsage, periodOf } from "../db/usage-monthly";
 import { problem } from "../errors";
+import { errorName, log } from "../log/logger";
 import type { AdminEnv } from "./admin-env";
 import { tenantNotFound } from "./not-found";
 import { tenantSlugSchema } from "./schemas";
@@ -28,9 +29,21 @@ export async function liveQuotaUsage(env: Bindings, tenant: string): Promise<Usa
   try {
     return await quotaStub(env, tenant).usage();
   } catch (error) {
-    console.error(JSON.stringify({ level: "error", at_unix_ms: Date.now(), event: "quota_usage_failed", error: error instanceof Error ? error.name : "unknown" }));
+    log.error("quota_usage_failed", { error: errorName(error) });
     return null;
   }
+}
+
+/** Quota objects asked at once when many tenants are read (orgs, reconcile). */
+const USAGE_FAN_OUT = 50;
+
+/** liveQuotaUsage of each tenant, in order, USAGE_FAN_OUT calls at a time. */
+export async function liveQuotaUsages(env: Bindings, tenants: readonly string[]): Promise<(UsageResult | null)[]> {
+  const usages: (UsageResult | null)[] = [];
+  for (let i = 0; i < tenants.length; i += USAGE_FAN_OUT) {
+    usages.push(...(await Promise.all(tenants.slice(i, i + USAGE_FAN_OUT).map((t) => liveQuotaUsage(env, t)))));
+  }
+  return usages;
 }
 
 /** 503 quota_unavailable with Retry-After: a quota object did not answer. */
@@ -67,7 +80,7 @@ export function registerUsageRoutes(app: Hono<AdminEnv>): void {
     try {
       result = await quotaStub(c.env, slug.value).reindex();
     } catch (error) {
-      console.error(JSON.stringify({ level: "error", at_unix_ms: Date.now(), event: "quota_reindex_failed", error: error instanceof Error ? error.name : "unknown" }));
+      log.error("quota_reindex_failed", { error: errorName(error) });
       return quotaUnavailable();
     }
     const reindexed = { before: result.before, after: result.after, drift: result.drift };

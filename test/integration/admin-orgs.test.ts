@@ -1,6 +1,7 @@
 // Orgs (DESIGN §16) and the tenant listing: create, replace, read with usage
 // summed over the tenants, list, delete refused while tenants name the org,
 // tenants joining and leaving, validation, audit, the auditor token.
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { problemOf, unique } from "../helpers";
 import { AUDITOR_TOKEN, adminCall, createTenant, jsonOf, testConfig } from "./admin-helpers";
@@ -29,6 +30,16 @@ async function expectInvalid(response: Response, field: string): Promise<void> {
   const text = await response.clone().text();
   expect(response.status, text).toBe(400);
   expect(await problemOf(response)).toMatchObject({ code: "invalid_request", field });
+}
+
+/** A quota namespace (TENANT_QUOTA or ORG_QUOTA) whose objects cannot be reached. */
+function unreachableQuota(ns: DurableObjectNamespace): unknown {
+  return {
+    idFromName: (name: string) => ns.idFromName(name),
+    get: () => {
+      throw new Error("simulated: the quota object cannot be reached");
+    },
+  };
 }
 
 function getOrg(org: string): Promise<OrgBody> {
@@ -77,6 +88,27 @@ describe("orgs", () => {
     expect((await problemOf(await adminCall("DELETE", `/orgs/${org}`, CONFIG))).code).toBe("not_found");
     const { events } = await jsonOf<{ events: { kind: string; subject: string }[] }>(await adminCall("GET", `/audit?limit=200`, CONFIG), 200);
     expect(events.filter((e) => e.subject === `org:${org}`).map((e) => e.kind)).toEqual(["org_deleted", "org_created"]);
+  });
+
+  it("answers 503 quota_unavailable with Retry-After and deletes nothing when the org's quota object cannot be emptied; a retry deletes", async () => {
+    const org = unique("purgefail");
+    await jsonOf(await adminCall("PUT", `/orgs/${org}`, CONFIG, { body: {} }), 201);
+    const refused = await adminCall("DELETE", `/orgs/${org}`, CONFIG, { env: { ORG_QUOTA: unreachableQuota(env.ORG_QUOTA) } });
+    expect(refused.status).toBe(503);
+    expect(refused.headers.get("retry-after")).toBe("1");
+    expect(await problemOf(refused)).toMatchObject({ code: "quota_unavailable" });
+    expect((await getOrg(org)).org).toBe(org);
+    expect(await jsonOf(await adminCall("DELETE", `/orgs/${org}`, CONFIG), 200)).toEqual({ org, deleted: true });
+  });
+
+  it("answers usage null, never a partial sum, when one tenant's quota object does not answer", async () => {
+    const org = unique("partial");
+    await jsonOf(await adminCall("PUT", `/orgs/${org}`, CONFIG, { body: {} }), 201);
+    const tenant = unique("pt");
+    await createTenant(CONFIG, tenant, { org });
+    const read = await jsonOf<OrgBody>(await adminCall("GET", `/orgs/${org}`, CONFIG, { env: { TENANT_QUOTA: unreachableQuota(env.TENANT_QUOTA) } }), 200);
+    expect(read).toMatchObject({ org, tenant_count: 1, tenants: [tenant], usage: null });
+    expect((await getOrg(org)).usage).toEqual({ bytes: 0, objects: 0, reserved_bytes: 0 });
   });
 
   it("lists orgs a page at a time with their tenant counts", async () => {
