@@ -1,8 +1,11 @@
 // Caller operations (DESIGN §15): explain — which limits apply to a caller,
 // from which source, and where it stands under each in this isolate — and
-// reset — forget its limiter state. Both read the caller's records from D1
-// (not the gateway's caches: an operator wants what is stored now) and the
-// runtime's limiter table. Explain charges nothing.
+// reset — forget its limiter state. A key's record and the caller's
+// override are read from D1 (what is stored now); a tenant's limits and the
+// blocks come through this isolate's caches (what this isolate enforces: a
+// write made through another isolate shows here within `cache_ttl_s`, one
+// made through this one at once); the state is this isolate's limiter
+// table. Explain charges nothing.
 import type { Context, Hono } from "hono";
 import { keyRecordOf } from "../cache/key-cache";
 import { compileStoredKeyLimits } from "../cache/stored-limits";
