@@ -7,6 +7,7 @@ import { compileLimits, type LimitScope, type LimitSpec } from "../engine/limit"
 import { log } from "../log/logger";
 import type { KeyLimits, TenantLimits } from "../engine/resolve-limits";
 import type { QuotaLimits } from "../durable/quota-types";
+import type { TenantInfo } from "../context";
 
 function logBadStored(what: string): void {
   log.warn("stored_value_invalid", { what });
@@ -44,7 +45,7 @@ export function compileStoredKeyLimits(text: string | null, what: string, defaul
 }
 
 /** TenantLimits JSON (`{"<category>": {"key"?: [Limit], "tenant"?: [Limit]}}`) compiled (a limit without `scope` takes `defaultScope`); null when absent, empty or invalid. */
-export function compileStoredTenantLimits(text: string | null, what: string, defaultScope: LimitScope = "isolate"): TenantLimits | null {
+function compileStoredTenantLimits(text: string | null, what: string, defaultScope: LimitScope = "isolate"): TenantLimits | null {
   const raw = parseObject(text);
   if (raw === null) {
     if (text !== null) logBadStored(what);
@@ -78,11 +79,30 @@ export function compileStoredTenantLimits(text: string | null, what: string, def
 }
 
 /** Quota JSON; null when absent, empty or invalid (unlimited). */
-export function parseStoredQuota(text: string | null, what: string): QuotaLimits | null {
+function parseStoredQuota(text: string | null, what: string): QuotaLimits | null {
   const raw = parseObject(text);
   if (raw === null) {
     if (text !== null) logBadStored(what);
     return null;
   }
   return Object.keys(raw).length === 0 ? null : (raw as QuotaLimits);
+}
+
+/** A tenant's stored limits and quota, and its org's quota, as D1 returns them. */
+export interface StoredTenant {
+  readonly slug: string;
+  readonly limits: string | null;
+  readonly quota: string | null;
+  readonly org: string | null;
+  readonly orgQuota: string | null;
+}
+
+/** A tenant compiled as the gateway admits it: the one spelling for key records (joined) and tenants named by a token. */
+export function compileStoredTenant(row: StoredTenant, defaultScope: LimitScope): TenantInfo {
+  return {
+    slug: row.slug,
+    limits: compileStoredTenantLimits(row.limits, `tenants.limits of ${row.slug}`, defaultScope),
+    quota: parseStoredQuota(row.quota, `tenants.quota of ${row.slug}`),
+    org: row.org === null ? null : { slug: row.org, quota: parseStoredQuota(row.orgQuota, `orgs.quota of ${row.org}`) ?? {} },
+  };
 }
