@@ -44,7 +44,7 @@ export function compileStoredKeyLimits(text: string | null, what: string, defaul
   }
 }
 
-/** TenantLimits JSON (`{"<category>": {"key"?: [Limit], "tenant"?: [Limit]}}`) compiled (a limit without `scope` takes `defaultScope`); null when absent, empty or invalid. */
+/** TenantLimits JSON (`{"<category>": {"key"?: [Limit], "jwt"?: [Limit], "tenant"?: [Limit]}}`) compiled (a limit without `scope` takes `defaultScope`); null when absent, empty or invalid. */
 function compileStoredTenantLimits(text: string | null, what: string, defaultScope: LimitScope = "isolate"): TenantLimits | null {
   const raw = parseObject(text);
   if (raw === null) {
