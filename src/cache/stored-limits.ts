@@ -44,6 +44,10 @@ export function compileStoredKeyLimits(text: string | null, what: string, defaul
   }
 }
 
+type TenantCategoryLimits = TenantLimits[string];
+/** The subject kinds a tenant's limits may name per category. */
+const TENANT_LIMIT_KINDS = ["key", "jwt", "tenant"] as const satisfies readonly (keyof TenantCategoryLimits)[];
+
 /** TenantLimits JSON (`{"<category>": {"key"?: [Limit], "jwt"?: [Limit], "tenant"?: [Limit]}}`) compiled (a limit without `scope` takes `defaultScope`); null when absent, empty or invalid. */
 function compileStoredTenantLimits(text: string | null, what: string, defaultScope: LimitScope = "isolate"): TenantLimits | null {
   const raw = parseObject(text);
@@ -52,22 +56,15 @@ function compileStoredTenantLimits(text: string | null, what: string, defaultSco
     return null;
   }
   try {
-    const out: Record<string, { key?: ReturnType<typeof compileLimits>; jwt?: ReturnType<typeof compileLimits>; tenant?: ReturnType<typeof compileLimits> }> = Object.create(null);
+    const out: Record<string, TenantCategoryLimits> = Object.create(null);
     for (const [category, byKind] of Object.entries(raw)) {
       if (typeof byKind !== "object" || byKind === null) throw new TypeError("not an object");
-      const entry: { key?: ReturnType<typeof compileLimits>; jwt?: ReturnType<typeof compileLimits>; tenant?: ReturnType<typeof compileLimits> } = {};
-      const { key, jwt, tenant } = byKind as { key?: unknown; jwt?: unknown; tenant?: unknown };
-      if (key !== undefined) {
-        if (!Array.isArray(key)) throw new TypeError("not a list");
-        entry.key = compileLimits(key as LimitSpec[], defaultScope);
-      }
-      if (jwt !== undefined) {
-        if (!Array.isArray(jwt)) throw new TypeError("not a list");
-        entry.jwt = compileLimits(jwt as LimitSpec[], defaultScope);
-      }
-      if (tenant !== undefined) {
-        if (!Array.isArray(tenant)) throw new TypeError("not a list");
-        entry.tenant = compileLimits(tenant as LimitSpec[], defaultScope);
+      const entry: TenantCategoryLimits = {};
+      for (const kind of TENANT_LIMIT_KINDS) {
+        const list = (byKind as Record<string, unknown>)[kind];
+        if (list === undefined) continue;
+        if (!Array.isArray(list)) throw new TypeError("not a list");
+        entry[kind] = compileLimits(list as LimitSpec[], defaultScope);
       }
       out[category] = entry;
     }
