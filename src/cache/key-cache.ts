@@ -31,7 +31,7 @@ async function loadKey(db: Db, digest: string, defaultScope: LimitScope): Promis
 }
 
 /** A key row from D1 (joined with its tenant and org) compiled as the gateway admits it (a limit naming no scope takes `defaultScope`). */
-export function keyRecordOf(row: KeyRow, digest: string, defaultScope: LimitScope = "isolate"): KeyRecord {
+export function keyRecordOf(row: KeyRow, digest: string, defaultScope: LimitScope): KeyRecord {
   return {
     keyId: row.id,
     digest,

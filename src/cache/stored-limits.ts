@@ -24,7 +24,7 @@ function parseObject(text: string | null): Record<string, unknown> | null {
 }
 
 /** KeyLimits JSON (`{"<category>": [Limit]}`) compiled (a limit without `scope` takes `defaultScope`); null when absent or invalid. */
-export function compileStoredKeyLimits(text: string | null, what: string, defaultScope: LimitScope = "isolate"): KeyLimits | null {
+export function compileStoredKeyLimits(text: string | null, what: string, defaultScope: LimitScope): KeyLimits | null {
   const raw = parseObject(text);
   if (raw === null) {
     if (text !== null) logBadStored(what);
@@ -49,7 +49,7 @@ type TenantCategoryLimits = TenantLimits[string];
 const TENANT_LIMIT_KINDS = ["key", "jwt", "tenant"] as const satisfies readonly (keyof TenantCategoryLimits)[];
 
 /** TenantLimits JSON (`{"<category>": {"key"?: [Limit], "jwt"?: [Limit], "tenant"?: [Limit]}}`) compiled (a limit without `scope` takes `defaultScope`); null when absent, empty or invalid. */
-function compileStoredTenantLimits(text: string | null, what: string, defaultScope: LimitScope = "isolate"): TenantLimits | null {
+function compileStoredTenantLimits(text: string | null, what: string, defaultScope: LimitScope): TenantLimits | null {
   const raw = parseObject(text);
   if (raw === null) {
     if (text !== null) logBadStored(what);

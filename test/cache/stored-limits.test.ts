@@ -39,7 +39,7 @@ describe("compileStoredTenant", () => {
 
 describe("compileStoredKeyLimits", () => {
   it("treats a category that is not a list as the whole value invalid", () => {
-    expect(compileStoredKeyLimits('{"request":{"count":1}}', "test")).toBeNull();
-    expect(compileStoredKeyLimits(JSON.stringify({ request: [LIMIT] }), "test")?.request).toHaveLength(1);
+    expect(compileStoredKeyLimits('{"request":{"count":1}}', "test", "isolate")).toBeNull();
+    expect(compileStoredKeyLimits(JSON.stringify({ request: [LIMIT] }), "test", "isolate")?.request).toHaveLength(1);
   });
 });
