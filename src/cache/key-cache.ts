@@ -10,7 +10,7 @@ import type { Db } from "../db/client";
 import { findKeyByDigest, type KeyRow } from "../db/keys";
 import { ReadThroughCache } from "./read-through-cache";
 import type { LimitScope } from "../engine/limit";
-import { compileStoredKeyLimits, compileStoredTenantLimits, parseStoredQuota } from "./stored-limits";
+import { compileStoredKeyLimits, compileStoredTenant } from "./stored-limits";
 
 /** A managed key as the gateway admits it. Limits are compiled. */
 export interface KeyRecord {
@@ -31,19 +31,14 @@ async function loadKey(db: Db, digest: string, defaultScope: LimitScope): Promis
 }
 
 /** A key row from D1 (joined with its tenant and org) compiled as the gateway admits it (a limit naming no scope takes `defaultScope`). */
-export function keyRecordOf(row: KeyRow, digest: string, defaultScope: LimitScope = "isolate"): KeyRecord {
+export function keyRecordOf(row: KeyRow, digest: string, defaultScope: LimitScope): KeyRecord {
   return {
     keyId: row.id,
     digest,
     expiresAtMs: row.expiresAt,
     revokedAtMs: row.revokedAt,
     keyLimits: compileStoredKeyLimits(row.keyLimits, `api_keys.limits of ${row.id}`, defaultScope),
-    tenant: {
-      slug: row.tenant,
-      limits: compileStoredTenantLimits(row.tenantLimits, `tenants.limits of ${row.tenant}`, defaultScope),
-      quota: parseStoredQuota(row.quota, `tenants.quota of ${row.tenant}`),
-      org: row.org === null ? null : { slug: row.org, quota: parseStoredQuota(row.orgQuota, `orgs.quota of ${row.org}`) ?? {} },
-    },
+    tenant: compileStoredTenant({ slug: row.tenant, limits: row.tenantLimits, quota: row.quota, org: row.org, orgQuota: row.orgQuota }, defaultScope),
   };
 }
 

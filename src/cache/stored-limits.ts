@@ -7,6 +7,7 @@ import { compileLimits, type LimitScope, type LimitSpec } from "../engine/limit"
 import { log } from "../log/logger";
 import type { KeyLimits, TenantLimits } from "../engine/resolve-limits";
 import type { QuotaLimits } from "../durable/quota-types";
+import type { TenantInfo } from "../context";
 
 function logBadStored(what: string): void {
   log.warn("stored_value_invalid", { what });
@@ -23,7 +24,7 @@ function parseObject(text: string | null): Record<string, unknown> | null {
 }
 
 /** KeyLimits JSON (`{"<category>": [Limit]}`) compiled (a limit without `scope` takes `defaultScope`); null when absent or invalid. */
-export function compileStoredKeyLimits(text: string | null, what: string, defaultScope: LimitScope = "isolate"): KeyLimits | null {
+export function compileStoredKeyLimits(text: string | null, what: string, defaultScope: LimitScope): KeyLimits | null {
   const raw = parseObject(text);
   if (raw === null) {
     if (text !== null) logBadStored(what);
@@ -43,30 +44,27 @@ export function compileStoredKeyLimits(text: string | null, what: string, defaul
   }
 }
 
-/** TenantLimits JSON (`{"<category>": {"key"?: [Limit], "tenant"?: [Limit]}}`) compiled (a limit without `scope` takes `defaultScope`); null when absent, empty or invalid. */
-export function compileStoredTenantLimits(text: string | null, what: string, defaultScope: LimitScope = "isolate"): TenantLimits | null {
+type TenantCategoryLimits = TenantLimits[string];
+/** The subject kinds a tenant's limits may name per category. */
+const TENANT_LIMIT_KINDS = ["key", "jwt", "tenant"] as const satisfies readonly (keyof TenantCategoryLimits)[];
+
+/** TenantLimits JSON (`{"<category>": {"key"?: [Limit], "jwt"?: [Limit], "tenant"?: [Limit]}}`) compiled (a limit without `scope` takes `defaultScope`); null when absent, empty or invalid. */
+function compileStoredTenantLimits(text: string | null, what: string, defaultScope: LimitScope): TenantLimits | null {
   const raw = parseObject(text);
   if (raw === null) {
     if (text !== null) logBadStored(what);
     return null;
   }
   try {
-    const out: Record<string, { key?: ReturnType<typeof compileLimits>; jwt?: ReturnType<typeof compileLimits>; tenant?: ReturnType<typeof compileLimits> }> = Object.create(null);
+    const out: Record<string, TenantCategoryLimits> = Object.create(null);
     for (const [category, byKind] of Object.entries(raw)) {
       if (typeof byKind !== "object" || byKind === null) throw new TypeError("not an object");
-      const entry: { key?: ReturnType<typeof compileLimits>; jwt?: ReturnType<typeof compileLimits>; tenant?: ReturnType<typeof compileLimits> } = {};
-      const { key, jwt, tenant } = byKind as { key?: unknown; jwt?: unknown; tenant?: unknown };
-      if (key !== undefined) {
-        if (!Array.isArray(key)) throw new TypeError("not a list");
-        entry.key = compileLimits(key as LimitSpec[], defaultScope);
-      }
-      if (jwt !== undefined) {
-        if (!Array.isArray(jwt)) throw new TypeError("not a list");
-        entry.jwt = compileLimits(jwt as LimitSpec[], defaultScope);
-      }
-      if (tenant !== undefined) {
-        if (!Array.isArray(tenant)) throw new TypeError("not a list");
-        entry.tenant = compileLimits(tenant as LimitSpec[], defaultScope);
+      const entry: TenantCategoryLimits = {};
+      for (const kind of TENANT_LIMIT_KINDS) {
+        const list = (byKind as Record<string, unknown>)[kind];
+        if (list === undefined) continue;
+        if (!Array.isArray(list)) throw new TypeError("not a list");
+        entry[kind] = compileLimits(list as LimitSpec[], defaultScope);
       }
       out[category] = entry;
     }
@@ -78,11 +76,30 @@ export function compileStoredTenantLimits(text: string | null, what: string, def
 }
 
 /** Quota JSON; null when absent, empty or invalid (unlimited). */
-export function parseStoredQuota(text: string | null, what: string): QuotaLimits | null {
+function parseStoredQuota(text: string | null, what: string): QuotaLimits | null {
   const raw = parseObject(text);
   if (raw === null) {
     if (text !== null) logBadStored(what);
     return null;
   }
   return Object.keys(raw).length === 0 ? null : (raw as QuotaLimits);
+}
+
+/** A tenant's stored limits and quota, and its org's quota, as D1 returns them. */
+export interface StoredTenant {
+  readonly slug: string;
+  readonly limits: string | null;
+  readonly quota: string | null;
+  readonly org: string | null;
+  readonly orgQuota: string | null;
+}
+
+/** A tenant compiled as the gateway admits it: the one spelling for key records (joined) and tenants named by a token. */
+export function compileStoredTenant(row: StoredTenant, defaultScope: LimitScope): TenantInfo {
+  return {
+    slug: row.slug,
+    limits: compileStoredTenantLimits(row.limits, `tenants.limits of ${row.slug}`, defaultScope),
+    quota: parseStoredQuota(row.quota, `tenants.quota of ${row.slug}`),
+    org: row.org === null ? null : { slug: row.org, quota: parseStoredQuota(row.orgQuota, `orgs.quota of ${row.org}`) ?? {} },
+  };
 }

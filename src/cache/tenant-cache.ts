@@ -9,19 +9,13 @@ import type { Db } from "../db/client";
 import { findTenantForGateway } from "../db/tenants";
 import type { LimitScope } from "../engine/limit";
 import { ReadThroughCache } from "./read-through-cache";
-import { compileStoredTenantLimits, parseStoredQuota } from "./stored-limits";
+import { compileStoredTenant } from "./stored-limits";
 
 const NEGATIVE_SHARE = 0.25;
 
 async function loadTenant(db: Db, slug: string, defaultScope: LimitScope): Promise<TenantInfo | null> {
   const row = await findTenantForGateway(db, slug);
-  if (row === null) return null;
-  return {
-    slug: row.slug,
-    limits: compileStoredTenantLimits(row.limits, `tenants.limits of ${row.slug}`, defaultScope),
-    quota: parseStoredQuota(row.quota, `tenants.quota of ${row.slug}`),
-    org: row.org === null ? null : { slug: row.org, quota: parseStoredQuota(row.orgQuota, `orgs.quota of ${row.org}`) ?? {} },
-  };
+  return row === null ? null : compileStoredTenant(row, defaultScope);
 }
 
 export class TenantCache {

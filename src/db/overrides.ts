@@ -1,7 +1,8 @@
 // Query helpers for caller_overrides: limits for one caller key (`ip:<address
 // or /64>`, `key:<id>`, `jwt:<64 hex>`), optionally until `expires_at`. The
-// gateway reads the whole table at once (see src/cache/override-cache.ts); it
-// is small, one row per caller an operator singled out.
+// gateway reads the rows in force at once, with the blocks (see
+// src/cache/policy-cache.ts); the table is small, one row per caller an
+// operator singled out.
 import { asc, eq, gt, inArray, isNull, or, sql } from "drizzle-orm";
 import type { Db } from "./client";
 import { apiKeys, callerOverrides } from "./schema";
@@ -11,19 +12,17 @@ export interface OverrideRow {
   /** KeyLimits JSON. */
   readonly limits: string;
   readonly updatedAt: number;
-  /** Unix ms after which the override no longer applies; null: never. */
+  /** First Unix ms at which the override no longer applies (src/db/expiry.ts); null: never. */
   readonly expiresAt: number | null;
   readonly reason: string | null;
 }
 
 /**
- * Every override, with `expiresAt`, for the gateway's snapshot. With `nowMs`,
- * overrides already expired then are left out; the snapshot must still drop
- * the ones that expire while it is held (each row's `expiresAt`).
+ * Every override, with `expiresAt`; with `nowMs`, only those in force then
+ * (activeOverridesQuery, which the gateway's snapshot batches with the blocks).
  */
 export function loadAllOverrides(db: Db, nowMs?: number): Promise<OverrideRow[]> {
-  const query = db.select().from(callerOverrides);
-  return nowMs === undefined ? query : query.where(or(isNull(callerOverrides.expiresAt), gt(callerOverrides.expiresAt, nowMs)));
+  return nowMs === undefined ? db.select().from(callerOverrides) : activeOverridesQuery(db, nowMs);
 }
 
 /** The overrides in force at `nowMs`, as a query for a batch (the gateway reads them with the blocks in one round trip). */

@@ -18,7 +18,7 @@ export const tenants = sqliteTable(
   "tenants",
   {
     slug: text("slug").primaryKey(),
-    /** TenantLimits JSON: {"<category>": {"key"?: Limit[], "tenant"?: Limit[]}} */
+    /** TenantLimits JSON: {"<category>": {"key"?: Limit[], "jwt"?: Limit[], "tenant"?: Limit[]}} */
     limits: text("limits").notNull().default("{}"),
     /** Quota JSON: {"bytes"?: {"soft"?, "hard"?}, "objects"?: {...}} */
     quota: text("quota").notNull().default("{}"),

@@ -123,8 +123,12 @@ export class JwtVerifier {
     return hit === EXPIRED ? EXPIRED_OUTCOME : hit;
   }
 
-  /** The outcome for `token` at `nowMs`: from the claims cache, else verified (fetching the issuer's JWKS when needed). Never throws. */
-  /** `keepAlive` receives a JWKS fetch this call starts, so it finishes if the request is cancelled. */
+  /**
+   * The outcome for `token` at `nowMs`: from the claims cache, else verified
+   * (fetching the issuer's JWKS when needed). Never throws. `keepAlive`
+   * receives a JWKS fetch this call starts, so it finishes if the request is
+   * cancelled.
+   */
   async verify(token: string, nowMs: number, keepAlive?: KeepAlive): Promise<JwtOutcome> {
     const cached = this.peek(token, nowMs);
     if (cached !== undefined) return cached;

@@ -5,7 +5,7 @@ import { describe, expect, it } from "vitest";
 import { sha256Hex } from "../../src/utils/crypto";
 import { clockedGateway, gatewayRequest, originLog, problemOf, unique, uniqueIp } from "../helpers";
 import { jwksAddress, newKey, publishJwks, setJwksStatus, signToken, T0_MS, type TestKey } from "../identity/jwt-helpers";
-import { adminCall, createTenant, jsonOf, testConfig } from "./admin-helpers";
+import { adminCall, countingDb, createTenant, jsonOf, testConfig } from "./admin-helpers";
 
 const ADMIN = testConfig();
 
@@ -97,6 +97,26 @@ describe("JWT callers", () => {
     expect(JSON.stringify(body)).not.toContain("carol");
     const badClaim = await signToken(idp.key, { iss: idp.iss, sub: "dave", claims: { org_id: "Not A Slug" } });
     expect((await problemOf(await gateway.call(bearer(badClaim), { settle: true }))).code).toBe("tenant_unknown");
+  });
+
+  it("serves a hot JWT caller and the tenant its claim names with no D1 query (claims, tenant and policy cached)", async () => {
+    const idp = await issuer();
+    const tenant = unique("jwt-hot");
+    await createTenant(ADMIN, tenant, { limits: { request: { jwt: [{ count: 100_000, window_s: 1 }] } } });
+    const { db, counts } = countingDb();
+    const gateway = clockedGateway(jwtConfig([idp], { cache_ttl_s: 300 }), { DB: db }, T0_MS);
+    const token = await signToken(idp.key, { iss: idp.iss, sub: "hot", claims: { org_id: tenant } });
+    const ip = uniqueIp();
+    // The first request loads the tenant and the policy snapshot.
+    expect((await gateway.call(bearer(token, ip), { settle: true })).status).toBe(200);
+    expect(counts.prepare).toBeGreaterThan(0);
+    const before = { ...counts };
+    for (let i = 0; i < 200; i++) {
+      const response = await gateway.call(bearer(token, ip), { settle: i === 199 });
+      expect(response.status).toBe(200);
+      await response.body?.cancel();
+    }
+    expect(counts).toEqual(before);
   });
 
   it("refuses bad tokens 401 without naming a claim, and 60 of them from one address close the gate", async () => {
