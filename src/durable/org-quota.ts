@@ -37,6 +37,7 @@ import { DurableObject } from "cloudflare:workers";
 import { migrate } from "./sql-migrations";
 import { ORG_MIGRATIONS, ORG_SQL } from "./org-quota-sql";
 import { orgAdmitInput, type OrgReportInput, orgReportInput, tenantSlug } from "./org-quota-input";
+import { DEFAULT_RESERVATION_TTL_S } from "./quota-input";
 import type { MemberResult, OrgAdmitRequest, OrgAdmitResult, OrgReportRequest, OrgReportResult, OrgUsageResult } from "./org-quota-types";
 import { firstExceeded, overSoft } from "./quota-rules";
 import { ensureAlarmBy, readMeta, takeAuditWindow, writeMeta } from "./quota-shared";
@@ -46,7 +47,6 @@ import type { AuditDue, PurgeResult, QuotaKind, TenantReport } from "./quota-typ
 const PULL_RETRY_MS = 60_000;
 /** A kept report is pulled again this long after reservation_ttl_s, so the tenant's alarm has run. */
 const PULL_SLACK_MS = 1_000;
-const DEFAULT_TTL_MS = 900_000;
 
 type Sums = { bytes: number; objects: number; heldBytes: number; heldObjects: number };
 type MemberRow = { member: number; seq: number; bytes: number; objects: number; heldBytes: number; heldObjects: number };
@@ -227,7 +227,7 @@ export class OrgQuota extends DurableObject<Env> {
 
   #ttlMs(): number {
     const stored = readMeta(this.#sql, "ttl_ms");
-    return stored === null ? DEFAULT_TTL_MS : Number(stored);
+    return stored === null ? DEFAULT_RESERVATION_TTL_S * 1000 : Number(stored);
   }
 }
 
