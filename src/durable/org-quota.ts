@@ -34,6 +34,7 @@
 // at the tenant does not stay held at the org when that tenant goes quiet.
 
 import { DurableObject } from "cloudflare:workers";
+import { errorName, log } from "../log/logger";
 import { migrate } from "./sql-migrations";
 import { ORG_MIGRATIONS, ORG_SQL } from "./org-quota-sql";
 import { orgAdmitInput, type OrgReportInput, orgReportInput, tenantSlug } from "./org-quota-input";
@@ -173,7 +174,7 @@ export class OrgQuota extends DurableObject<Env> {
       try {
         report = await this.env.TENANT_QUOTA.get(this.env.TENANT_QUOTA.idFromName(tenant)).report();
       } catch (err) {
-        console.error(JSON.stringify({ level: "error", at_unix_ms: Date.now(), event: "org_quota_pull_failed", error: err instanceof Error ? err.name : "unknown" }));
+        log.error("org_quota_pull_failed", { error: errorName(err) });
       }
       this.ctx.storage.transactionSync(() => {
         const row = this.#member(tenant);

@@ -2,6 +2,7 @@
 // Every method is synchronous and is meant to run inside the caller's
 // `transactionSync`: the object makes its decisions, this keeps the rows and
 // the counters that count them in step.
+import { log } from "../log/logger";
 import type { Pending, Usage } from "./quota-rules";
 import type { AuditDue, QuotaKind, TenantReport } from "./quota-types";
 import { readMeta, takeAuditWindow, writeMeta } from "./quota-shared";
@@ -169,7 +170,7 @@ export class TenantQuotaStore {
       // The counters drifted below the rows they count (corrupted by hand):
       // recount rather than go negative. The rows are already changed.
       const after = this.recount();
-      console.warn(JSON.stringify({ level: "warn", at_unix_ms: Date.now(), event: "quota_counter_drift", during, before: { bytes: before.bytes, objects: before.objects }, after }));
+      log.warn("quota_counter_drift", { during, before: { bytes: before.bytes, objects: before.objects }, after: { bytes: after.bytes, objects: after.objects } });
       return;
     }
     this.#sql.exec(SQL.addToCounters, bytes, objects);
