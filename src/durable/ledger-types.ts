@@ -109,17 +109,17 @@ function list(value: unknown, field: string): unknown[] {
   return value;
 }
 
-export function category(value: unknown): string {
+function category(value: unknown): string {
   if (typeof value !== "string" || value.length === 0 || value.length > MAX_CATEGORY_CHARS) fail("category", `must be a string of 1..${MAX_CATEGORY_CHARS} characters`);
   return value;
 }
 
-export function timeMs(value: unknown, field = "nowMs"): number {
+function timeMs(value: unknown, field = "nowMs"): number {
   return whole(value, field, 0, 2 ** 52);
 }
 
 /** Compiles a wire limit with the engine's rule (as a global limit). */
-export function ledgerLimit(value: unknown, field: string): Limit {
+function ledgerLimit(value: unknown, field: string): Limit {
   const o = object(value, field);
   const spec = { count: o.count, window_s: o.window_s, burst: o.burst };
   const reason = limitError(spec);

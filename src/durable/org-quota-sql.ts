@@ -61,12 +61,7 @@ export const ORG_SQL = {
   duePulls: `SELECT tenant FROM members WHERE member = 1 AND pull_at IS NOT NULL AND pull_at <= ? ORDER BY pull_at`,
   nextPull: `SELECT MIN(pull_at) AS at FROM members WHERE member = 1`,
 
-  auditWindow: `SELECT last_at FROM audit_windows WHERE event = ? AND quota_kind = ?`,
-  setAuditWindow: `INSERT INTO audit_windows (event, quota_kind, last_at) VALUES (?, ?, ?)
-                   ON CONFLICT (event, quota_kind) DO UPDATE SET last_at = excluded.last_at`,
-
-  meta: `SELECT value FROM meta WHERE key = ?`,
-  setMeta: `INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value`,
+  // audit_windows and meta: quota-shared.ts.
 
   purge: [`DELETE FROM members`, `DELETE FROM audit_windows`, `DELETE FROM meta`],
 } as const;

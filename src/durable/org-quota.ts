@@ -34,18 +34,20 @@
 // at the tenant does not stay held at the org when that tenant goes quiet.
 
 import { DurableObject } from "cloudflare:workers";
+import { errorName, log } from "../log/logger";
 import { migrate } from "./sql-migrations";
 import { ORG_MIGRATIONS, ORG_SQL } from "./org-quota-sql";
 import { orgAdmitInput, type OrgReportInput, orgReportInput, tenantSlug } from "./org-quota-input";
+import { DEFAULT_RESERVATION_TTL_S } from "./quota-input";
 import type { MemberResult, OrgAdmitRequest, OrgAdmitResult, OrgReportRequest, OrgReportResult, OrgUsageResult } from "./org-quota-types";
 import { firstExceeded, overSoft } from "./quota-rules";
+import { ensureAlarmBy, readMeta, takeAuditWindow, writeMeta } from "./quota-shared";
 import type { AuditDue, PurgeResult, QuotaKind, TenantReport } from "./quota-types";
 
 /** After a failed pull, when to try again. */
 const PULL_RETRY_MS = 60_000;
 /** A kept report is pulled again this long after reservation_ttl_s, so the tenant's alarm has run. */
 const PULL_SLACK_MS = 1_000;
-const DEFAULT_TTL_MS = 900_000;
 
 type Sums = { bytes: number; objects: number; heldBytes: number; heldObjects: number };
 type MemberRow = { member: number; seq: number; bytes: number; objects: number; heldBytes: number; heldObjects: number };
@@ -79,7 +81,7 @@ export class OrgQuota extends DurableObject<Env> {
       const pullAt = fresh ? this.#keep(i.tenant, i.report, i.nowMs, i.ttlMs) : null;
       return { result: { status: "admitted" } as const, pullAt };
     });
-    if (pullAt !== null) await this.#ensureAlarm(pullAt);
+    if (pullAt !== null) await ensureAlarmBy(this.ctx.storage, pullAt);
     return result;
   }
 
@@ -108,7 +110,7 @@ export class OrgQuota extends DurableObject<Env> {
       const warnings = soft.map((s) => ({ ...s.warning, org: i.org }));
       return { result: { status, bytes: sums.bytes, objects: sums.objects, warnings, audit }, pullAt };
     });
-    if (pullAt !== null) await this.#ensureAlarm(pullAt);
+    if (pullAt !== null) await ensureAlarmBy(this.ctx.storage, pullAt);
     return result;
   }
 
@@ -126,7 +128,7 @@ export class OrgQuota extends DurableObject<Env> {
       if (row !== null && row.member === 1 && row.seq >= report.seq) return null;
       return this.#keep(slug, report, nowMs, this.#ttlMs());
     });
-    if (pullAt !== null) await this.#ensureAlarm(pullAt);
+    if (pullAt !== null) await ensureAlarmBy(this.ctx.storage, pullAt);
     return this.#memberResult(slug);
   }
 
@@ -172,7 +174,7 @@ export class OrgQuota extends DurableObject<Env> {
       try {
         report = await this.env.TENANT_QUOTA.get(this.env.TENANT_QUOTA.idFromName(tenant)).report();
       } catch (err) {
-        console.error(JSON.stringify({ level: "error", at_unix_ms: Date.now(), event: "org_quota_pull_failed", error: err instanceof Error ? err.name : "unknown" }));
+        log.error("org_quota_pull_failed", { error: errorName(err) });
       }
       this.ctx.storage.transactionSync(() => {
         const row = this.#member(tenant);
@@ -190,7 +192,7 @@ export class OrgQuota extends DurableObject<Env> {
   #keep(tenant: string, r: TenantReport, nowMs: number, ttlMs: number): number | null {
     const pullAt = r.heldBytes > 0 || r.heldObjects > 0 ? nowMs + ttlMs + PULL_SLACK_MS : null;
     this.#sql.exec(ORG_SQL.upsertMember, tenant, r.seq, r.bytes, r.objects, r.heldBytes, r.heldObjects, pullAt, nowMs);
-    this.#sql.exec(ORG_SQL.setMeta, "ttl_ms", String(ttlMs));
+    writeMeta(this.#sql, "ttl_ms", String(ttlMs));
     return pullAt;
   }
 
@@ -212,28 +214,21 @@ export class OrgQuota extends DurableObject<Env> {
 
   /** An audit event naming the org, if none of this kind went out in the window. */
   #auditDue(event: AuditDue["kind"], i: OrgReportInput, quotaKind: QuotaKind, usage: number, limit: number, requested?: number): AuditDue | null {
-    const last = this.#sql.exec<{ last_at: number }>(ORG_SQL.auditWindow, event, quotaKind).toArray()[0]?.last_at;
-    if (last !== undefined && i.nowMs < last + i.auditWindowMs) return null;
-    this.#sql.exec(ORG_SQL.setAuditWindow, event, quotaKind, i.nowMs);
+    if (!takeAuditWindow(this.#sql, event, quotaKind, i.nowMs, i.auditWindowMs)) return null;
     const audit: AuditDue = { kind: event, tenant: i.tenant, org: i.org, quotaKind, usage, limit };
     if (requested !== undefined) audit.requested = requested;
     return audit;
   }
 
   #rememberOrg(org: string): void {
-    const known = this.#sql.exec<{ value: string }>(ORG_SQL.meta, "org").toArray()[0]?.value;
-    if (known === undefined) this.#sql.exec(ORG_SQL.setMeta, "org", org);
+    const known = readMeta(this.#sql, "org");
+    if (known === null) writeMeta(this.#sql, "org", org);
     else if (known !== org) throw new TypeError("OrgQuota: this object belongs to another org");
   }
 
   #ttlMs(): number {
-    const stored = this.#sql.exec<{ value: string }>(ORG_SQL.meta, "ttl_ms").toArray()[0]?.value;
-    return stored === undefined ? DEFAULT_TTL_MS : Number(stored);
-  }
-
-  async #ensureAlarm(atMs: number): Promise<void> {
-    const current = await this.ctx.storage.getAlarm();
-    if (current === null || current > atMs) await this.ctx.storage.setAlarm(atMs);
+    const stored = readMeta(this.#sql, "ttl_ms");
+    return stored === null ? DEFAULT_RESERVATION_TTL_S * 1000 : Number(stored);
   }
 }
 

@@ -14,6 +14,7 @@
 // A tenant without an org costs one call before and one after an upload; a
 // tenant in an org, two and two.
 
+import { errorName, log } from "../log/logger";
 import { parseObjectName } from "./object-name";
 import type { OrgQuota } from "./org-quota";
 import type { OrgAdmitResult, OrgReportResult } from "./org-quota-types";
@@ -298,5 +299,5 @@ function auditWindow(o: { auditWindowS?: number | undefined }): { auditWindowS?:
 }
 
 function logFailure(event: string, err: unknown): void {
-  console.error(JSON.stringify({ level: "error", at_unix_ms: Date.now(), event, error: err instanceof Error ? err.name : "unknown" }));
+  log.error(event, { error: errorName(err) });
 }

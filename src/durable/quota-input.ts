@@ -6,7 +6,8 @@ import { MAX_OBJECT_NAME_BYTES, storableObjectName } from "./object-name";
 import type { CommitRequest, QuotaLimits, ReleaseRequest, RemoveRequest, ReserveRequest, TenantReport } from "./quota-types";
 
 const MAX_NAME_CHARS = 4096;
-const DEFAULT_RESERVATION_TTL_S = 900;
+/** reservation_ttl_s when the edge sends none; OrgQuota pulls by it too before it has seen one. */
+export const DEFAULT_RESERVATION_TTL_S = 900;
 const DEFAULT_AUDIT_WINDOW_S = 60;
 
 /** A safe integer ≥ `min`. */

@@ -141,12 +141,7 @@ export const SQL = {
   updateLedger: `UPDATE ledger SET outcome = ?, delta_bytes = ?, delta_objects = ?, at = ? WHERE ref = ?`,
   pruneLedger: `DELETE FROM ledger WHERE at < ?`,
 
-  auditWindow: `SELECT last_at FROM audit_windows WHERE event = ? AND quota_kind = ?`,
-  setAuditWindow: `INSERT INTO audit_windows (event, quota_kind, last_at) VALUES (?, ?, ?)
-                   ON CONFLICT (event, quota_kind) DO UPDATE SET last_at = excluded.last_at`,
-
-  meta: `SELECT value FROM meta WHERE key = ?`,
-  setMeta: `INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value`,
+  // audit_windows and meta: quota-shared.ts.
 
   // purge: everything but the schema, `seq`, and the ledger's `purged` rows
   // (uploads in flight at an earlier purge, whose commits must still count nothing).

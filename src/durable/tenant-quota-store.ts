@@ -2,8 +2,10 @@
 // Every method is synchronous and is meant to run inside the caller's
 // `transactionSync`: the object makes its decisions, this keeps the rows and
 // the counters that count them in step.
+import { log } from "../log/logger";
 import type { Pending, Usage } from "./quota-rules";
 import type { AuditDue, QuotaKind, TenantReport } from "./quota-types";
+import { readMeta, takeAuditWindow, writeMeta } from "./quota-shared";
 import { SQL } from "./tenant-quota-sql";
 
 export type Outcome =
@@ -143,24 +145,17 @@ export class TenantQuotaStore {
     this.#sql.exec(SQL.pruneLedger, beforeMs);
   }
 
-  /**
-   * Whether an audit event of this kind may go out at `nowMs` (none in the
-   * window before it), recording that one does.
-   */
+  /** Whether an audit event of this kind may go out at `nowMs`, recording that one does (quota-shared.ts). */
   takeAuditWindow(event: AuditDue["kind"], quotaKind: QuotaKind, nowMs: number, windowMs: number): boolean {
-    const last = this.#sql.exec<{ last_at: number }>(SQL.auditWindow, event, quotaKind).toArray()[0]?.last_at;
-    // Isolates' clocks differ a little: a `nowMs` just behind `last` is inside the window too.
-    if (last !== undefined && nowMs < last + windowMs) return false;
-    this.#sql.exec(SQL.setAuditWindow, event, quotaKind, nowMs);
-    return true;
+    return takeAuditWindow(this.#sql, event, quotaKind, nowMs, windowMs);
   }
 
   meta(key: string): string | null {
-    return this.#sql.exec<{ value: string }>(SQL.meta, key).toArray()[0]?.value ?? null;
+    return readMeta(this.#sql, key);
   }
 
   setMeta(key: string, value: string): void {
-    this.#sql.exec(SQL.setMeta, key, value);
+    writeMeta(this.#sql, key, value);
   }
 
   /** Empties every table but the schema; `seq` keeps growing. */
@@ -175,7 +170,7 @@ export class TenantQuotaStore {
       // The counters drifted below the rows they count (corrupted by hand):
       // recount rather than go negative. The rows are already changed.
       const after = this.recount();
-      console.warn(JSON.stringify({ level: "warn", at_unix_ms: Date.now(), event: "quota_counter_drift", during, before: { bytes: before.bytes, objects: before.objects }, after }));
+      log.warn("quota_counter_drift", { during, before: { bytes: before.bytes, objects: before.objects }, after: { bytes: after.bytes, objects: after.objects } });
       return;
     }
     this.#sql.exec(SQL.addToCounters, bytes, objects);

@@ -22,6 +22,7 @@
 import { DurableObject } from "cloudflare:workers";
 import { commitInput, type CommitInput, releaseInput, removeInput, reserveInput, type ReserveInput } from "./quota-input";
 import { firstExceeded, overSoft, uploadGrowth } from "./quota-rules";
+import { ensureAlarmBy } from "./quota-shared";
 import type {
   AuditDue,
   CommitRequest,
@@ -65,7 +66,7 @@ export class TenantQuota extends DurableObject<Env> {
     const input = reserveInput(req);
     // The decision and its write happen before the first await.
     const result = this.ctx.storage.transactionSync(() => this.#reserve(input));
-    if (result.status === "reserved") await this.#ensureAlarm(input.expiresAtMs);
+    if (result.status === "reserved") await ensureAlarmBy(this.ctx.storage, input.expiresAtMs);
     return result;
   }
 
@@ -283,11 +284,6 @@ export class TenantQuota extends DurableObject<Env> {
     const audit: AuditDue = { kind: event, tenant: this.#tenantSlug() ?? "", quotaKind, usage, limit };
     if (requested !== undefined) audit.requested = requested;
     return audit;
-  }
-
-  async #ensureAlarm(atMs: number): Promise<void> {
-    const current = await this.ctx.storage.getAlarm();
-    if (current === null || current > atMs) await this.ctx.storage.setAlarm(atMs);
   }
 
   #rememberTenant(tenant: string): void {

@@ -22,6 +22,7 @@
 //   src/proxy/response-cost-gcra.ts does it on the limiter table.
 import { MAX_COST, MAX_EXACT_UNITS, type Limit } from "./limit";
 import { ceilDiv, floorDiv } from "./exact-division";
+import { remainingOf } from "./gcra";
 
 /** One limit's state: TAT = tatCeilMs − deficitUnits/unitsPerMs. Earned back (no state) when tatCeilMs <= now. */
 export interface GcraState {
@@ -62,8 +63,7 @@ export function stateAt(limit: Limit, relUnits: number, t: number): GcraState {
 }
 
 export function standingOf(limit: Limit, relUnits: number): Standing {
-  const slack = limit.toleranceUnits - relUnits;
-  return { remaining: slack <= 0 ? 0 : floorDiv(slack, limit.intervalUnits), resetMs: relUnits <= 0 ? 0 : ceilDiv(relUnits, limit.unitsPerMs) };
+  return { remaining: remainingOf(limit, relUnits), resetMs: relUnits <= 0 ? 0 : ceilDiv(relUnits, limit.unitsPerMs) };
 }
 
 /** The standing of `state` at `nowMs`. */

@@ -24,7 +24,6 @@ import { mix32, mixWhole, fmix32 } from "./hash32";
  * subject's LimitLedger Durable Object.
  */
 export type LimitScope = "isolate" | "global";
-export const LIMIT_SCOPES: readonly LimitScope[] = ["isolate", "global"];
 
 /** The config / admin JSON shape: a sustained `count` per `window_s` seconds, bursts up to `burst` (default `count`); `scope` defaults to `limiter.default_scope`. */
 export interface LimitSpec {
@@ -174,9 +173,4 @@ export function compileLimits(specs: readonly LimitSpec[], defaultScope: LimitSc
 /** Whether two compiled limits are the same state: same figures and scope. */
 export function sameLimit(a: Limit, b: Limit): boolean {
   return a.count === b.count && a.windowMs === b.windowMs && a.burst === b.burst && a.scope === b.scope;
-}
-
-/** The limit as config and the admin API write it (scope always spelled out). */
-export function limitSpecOf(limit: Limit): Required<LimitSpec> {
-  return { count: limit.count, window_s: limit.windowS, burst: limit.burst, scope: limit.scope };
 }

@@ -19,7 +19,7 @@ export function tatCeilMsOf(words: Int32Array, slot: number): number {
 }
 
 /** Slots of the set at setBase holding state at t. */
-export function liveIn(words: Int32Array, setBase: number, t: number): number {
+function liveIn(words: Int32Array, setBase: number, t: number): number {
   let live = 0;
   for (let s = setBase; s < setBase + WAYS; s++) if (tatCeilMsOf(words, s) > t) live++;
   return live;

@@ -36,10 +36,12 @@ export function planGlobal(leases: GlobalLeases, charges: readonly Charge[], now
   for (let c = 0; c < charges.length; c++) {
     const charge = charges[c]!;
     if (charge.cost === 0) continue;
+    // Looked up once per charge, at its first global limit: group() builds a key and touches the LRU map.
+    let group: LeaseGroup | null = null;
     for (const limit of charge.limits) {
       if (limit.scope !== "global") continue;
       refs ??= [];
-      const group = leases.book.group(charge.subject, charge.category, nowMs);
+      group ??= leases.book.group(charge.subject, charge.category, nowMs);
       refs.push({ group, slot: leases.book.slot(group, limit, nowMs), cost: charge.cost, chargeIndex: c });
     }
   }

@@ -20,7 +20,7 @@ import { chargeDebt, refund } from "../proxy/response-cost-gcra";
 import { type Background, keepAlive } from "../utils/wait-until";
 
 /** After the ledger fails, how long its limits take `global.on_error`'s course before it is asked again. */
-export const LEDGER_RETRY_MS = 1000;
+const LEDGER_RETRY_MS = 1000;
 
 export interface GlobalLeaseOptions {
   readonly maxOvershoot: number;
