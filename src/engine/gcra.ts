@@ -9,7 +9,7 @@
 // move a retry delay by a millisecond.
 import { ceilDiv, floorDiv } from "./exact-division";
 import type { LimiterTable } from "./limiter-table";
-import { MAX_COST, type Limit } from "./limit";
+import { MAX_COST, MAX_EXACT_UNITS, type Limit } from "./limit";
 
 /** One subject's spend in one category: `cost` units against each of `limits`. */
 export interface Charge {
@@ -50,6 +50,25 @@ export interface Decision {
 const ALLOWED_UNMETERED: Decision = Object.freeze({ allowed: true, retryAfterMs: 0, deniedChargeIndex: -1, tightest: null });
 
 /** Whole cost-1 spends that still fit a state of TAT − t = relUnits: floor((B·T − (E − t)) / T), at least 0. */
+/**
+ * A response-priced debt (DESIGN §14) as a move of one state, `relUnits`
+ * ahead of now: `units` charged whatever the limit says, even past the
+ * burst, but capped at MAX_EXACT_UNITS − MAX_COST·T ahead so that one admit()
+ * check on top stays exact. The limiter table's settlement and the ledger's
+ * both move states with it.
+ */
+export function debtUnitsAfter(limit: Limit, relUnits: number, units: number): number {
+  const capUnits = MAX_EXACT_UNITS - MAX_COST * limit.intervalUnits;
+  if (units === 0 || relUnits >= capUnits) return relUnits;
+  // units·T may pass 2^53: compare in spends first.
+  return units > floorDiv(capUnits - relUnits, limit.intervalUnits) ? capUnits : relUnits + units * limit.intervalUnits;
+}
+
+/** A response-priced refund (DESIGN §14) as a move: `units` given back, never before now (0: no state left). */
+export function refundUnitsAfter(limit: Limit, relUnits: number, units: number): number {
+  return units >= ceilDiv(relUnits, limit.intervalUnits) ? 0 : relUnits - units * limit.intervalUnits;
+}
+
 export function remainingOf(limit: Limit, relUnits: number): number {
   const slackUnits = limit.toleranceUnits - relUnits;
   if (slackUnits <= 0) return 0;

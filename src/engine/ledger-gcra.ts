@@ -20,9 +20,9 @@
 //   times, which is what the bound B + (Δ + L)·C/W rests on (docs/global-limits.md).
 // - debt / refund: a response-priced settlement (DESIGN §14), as
 //   src/proxy/response-cost-gcra.ts does it on the limiter table.
-import { MAX_COST, MAX_EXACT_UNITS, type Limit } from "./limit";
+import { MAX_COST, type Limit } from "./limit";
 import { ceilDiv, floorDiv } from "./exact-division";
-import { remainingOf } from "./gcra";
+import { debtUnitsAfter, refundUnitsAfter, remainingOf } from "./gcra";
 
 /** One limit's state: TAT = tatCeilMs − deficitUnits/unitsPerMs. Earned back (no state) when tatCeilMs <= now. */
 export interface GcraState {
@@ -125,20 +125,14 @@ export function giveBack(limit: Limit, state: GcraState, units: number, grantedA
 export function chargeDebtOn(limit: Limit, state: GcraState, units: number, nowMs: number): GcraState {
   if (!isWhole(units, 0, Number.MAX_SAFE_INTEGER)) throw new RangeError("units must be a whole number >= 0");
   const t = Math.floor(nowMs);
-  const rel = aheadUnits(limit, state, t);
-  const capUnits = MAX_EXACT_UNITS - MAX_COST * limit.intervalUnits;
-  if (units === 0 || rel >= capUnits) return stateAt(limit, rel, t);
-  const after = units > floorDiv(capUnits - rel, limit.intervalUnits) ? capUnits : rel + units * limit.intervalUnits;
-  return stateAt(limit, after, t);
+  return stateAt(limit, debtUnitsAfter(limit, aheadUnits(limit, state, t), units), t);
 }
 
 /** A response-priced refund (DESIGN §14): `units` given back, never before now. */
 export function refundOn(limit: Limit, state: GcraState, units: number, nowMs: number): GcraState {
   if (!isWhole(units, 0, Number.MAX_SAFE_INTEGER)) throw new RangeError("units must be a whole number >= 0");
   const t = Math.floor(nowMs);
-  const rel = aheadUnits(limit, state, t);
-  const after = units >= ceilDiv(rel, limit.intervalUnits) ? 0 : rel - units * limit.intervalUnits;
-  return stateAt(limit, after, t);
+  return stateAt(limit, refundUnitsAfter(limit, aheadUnits(limit, state, t), units), t);
 }
 
 /** One limit of a ledger ask, with its stored state. */

@@ -1,8 +1,7 @@
-// The two engine moves settlement needs (DESIGN §14), written on the
-// limiter table's public methods the way gcra.ts's admit() is, so the
-// gateway can settle before the engine grows them. They belong in
-// src/engine/gcra.ts: whoever owns the engine may move them there as they
-// are (they use nothing outside the engine) or replace them.
+// The limiter table's settlement of a response-priced charge (DESIGN §14),
+// written on the table's public methods the way gcra.ts's admit() is. The
+// moves themselves (debtUnitsAfter, refundUnitsAfter) are the engine's, the
+// same the LimitLedger applies to a global limit's state.
 //
 // - chargeDebt: the actual cost passed the reserve; charge the difference
 //   whatever the limits say. TAT = max(TAT, t) + n·T, even past the burst:
@@ -19,9 +18,9 @@
 // one admit() check on top (at most MAX_COST·T more) still stays below 2^52,
 // and the table still stores the state's whole-ms TAT within 2^52 ms of now.
 // For any real limit that is years of debt (100k tokens/min: 10^15 minutes).
-import type { HeaderFigures } from "../engine/gcra";
-import { MAX_COST, MAX_EXACT_UNITS, type Limit } from "../engine/limit";
-import { ceilDiv, floorDiv } from "../engine/exact-division";
+import { debtUnitsAfter, type HeaderFigures, refundUnitsAfter, remainingOf } from "../engine/gcra";
+import type { Limit } from "../engine/limit";
+import { ceilDiv } from "../engine/exact-division";
 import type { LimiterTable } from "../engine/limiter-table";
 
 /** One subject's settlement in one category: `units` (a whole number, 0..MAX_RESPONSE_COST) on each of `limits`. */
@@ -40,27 +39,16 @@ export interface SettledFigures {
   readonly retryAfterMs: number;
 }
 
-type Move = (relUnits: number, units: number, limit: Limit) => number;
+type Move = (limit: Limit, relUnits: number, units: number) => number;
 
 /** Charges each settlement's units on every limit, unconditionally (debt). */
 export function chargeDebt(table: LimiterTable, settlements: readonly SettleCharge[], nowMs: number): SettledFigures {
-  return settle(table, settlements, nowMs, debtMove, true);
+  return settle(table, settlements, nowMs, debtUnitsAfter, true);
 }
 
 /** Gives each settlement's units back on every limit, never before now (refund). */
 export function refund(table: LimiterTable, settlements: readonly SettleCharge[], nowMs: number): SettledFigures {
-  return settle(table, settlements, nowMs, refundMove, false);
-}
-
-function debtMove(relUnits: number, units: number, limit: Limit): number {
-  const capUnits = MAX_EXACT_UNITS - MAX_COST * limit.intervalUnits;
-  if (relUnits >= capUnits) return relUnits;
-  // units·T may pass 2^53: compare in spends first.
-  return units > floorDiv(capUnits - relUnits, limit.intervalUnits) ? capUnits : relUnits + units * limit.intervalUnits;
-}
-
-function refundMove(relUnits: number, units: number, limit: Limit): number {
-  return units >= ceilDiv(relUnits, limit.intervalUnits) ? 0 : relUnits - units * limit.intervalUnits;
+  return settle(table, settlements, nowMs, refundUnitsAfter, false);
 }
 
 function isUnits(units: number): boolean {
@@ -83,7 +71,7 @@ function settle(table: LimiterTable, settlements: readonly SettleCharge[], nowMs
       const q = limit.unitsPerMs;
       const aheadMs = table.aheadMs(slot, t);
       const relUnits = aheadMs === 0 ? 0 : aheadMs * q - table.deficit(slot);
-      const after = settlement.units === 0 || (relUnits === 0 && !createState) ? relUnits : move(relUnits, settlement.units, limit);
+      const after = settlement.units === 0 || (relUnits === 0 && !createState) ? relUnits : move(limit, relUnits, settlement.units);
       const resetMs = ceilDiv(after, q);
       if (after !== relUnits) {
         // A refund down to now leaves no state: the slot is freed.
@@ -91,7 +79,7 @@ function settle(table: LimiterTable, settlements: readonly SettleCharge[], nowMs
           if (slot >= 0) table.forget(slot);
         } else table.write(slot, setHash, tag, t, resetMs, resetMs * q - after);
       }
-      const remaining = after >= limit.toleranceUnits ? 0 : floorDiv(limit.toleranceUnits - after, limit.intervalUnits);
+      const remaining = remainingOf(limit, after);
       if (tightest === null || remaining < tightest.remaining || (remaining === tightest.remaining && resetMs > tightest.resetMs)) {
         tightest = { chargeIndex: s, limit, remaining, resetMs };
       }
