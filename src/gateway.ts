@@ -73,7 +73,6 @@ export function compileGateway(runtime: Runtime): GatewayHandler {
     origin: origin.base,
     stripCredential: config.stripCredential,
     maxRequestBytes: config.maxRequestBytes,
-    quota: { reservationTtlS: config.reservationTtlS, auditWindowS: config.auditWindowMs / 1000 },
     requestLog: config.requestLog,
     usageMaxPending: config.usageMaxPending,
     usageFlushIntervalMs: config.usageFlushIntervalMs,
