@@ -96,7 +96,8 @@ export function compileGateway(runtime: Runtime): GatewayHandler {
   function answered(x: Exchange, response: Response): Response {
     x.releaseSlot?.();
     x.releaseStream?.();
-    const out = withHeaders(response, x.decision === "rate_limited" ? [] : extraHeaders(x, null));
+    // A 429 rate_limited keeps its denying limit's headers: the step refused before recording x.rateHeaders.
+    const out = withHeaders(response, extraHeaders(x, null));
     const nowMs = runtime.now();
     if (config!.requestLog) log.raw(requestLogLine(x, out.status, declaredLength(out.headers), nowMs));
     flushUsage(x, nowMs, config!.usageFlushIntervalMs);

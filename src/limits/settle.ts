@@ -168,11 +168,11 @@ class Settlement {
     }
   }
 
-  // Nobody will read an answer whose client went away: let its body go.
+  // Nobody will read an answer whose client went away: let its body go. A
+  // locked body is being read by the runtime, which cancels it itself.
   #cancelAnswer(): void {
     const body = this.#answerBody ?? this.#body;
     if (body !== null && !body.locked) body.cancel().catch(() => {});
-    else if (this.#answerBody !== null) this.#answerBody.cancel().catch(() => {});
   }
 
   // The origin's body, piped so that the end of its delivery (finished,
