@@ -45,11 +45,11 @@ export function createWorker(): { fetch(request: Request, env: Bindings, ctx: Ba
   const control = createControlApp();
   return {
     fetch(request, env, ctx) {
-      const runtime = runtimeFor(env);
       if (isControlPath(request.url)) {
+        // The control app takes its runtime in its own middleware.
         return Promise.resolve(control.fetch(request, env, ctx as ExecutionContext));
       }
-      return runtime.gateway(request, env, ctx);
+      return runtimeFor(env).gateway(request, env, ctx);
     },
   };
 }
