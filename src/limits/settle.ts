@@ -113,8 +113,9 @@ class Settlement {
       x.decision = tooLarge ? "request_too_large" : x.decision;
       const failed = tooLarge ? tooLargeResponse(options.maxRequestBytes, null) : problem("origin_unreachable", { detail: "The origin could not be reached." });
       this.#resolve(withHeaders(failed, extraHeaders(x, null)));
-      await settleQuota(x, false);
+      // The answer is a small problem: the slot is not held through the quota object's round trip.
       x.releaseSlot?.();
+      await settleQuota(x, false);
       this.#after(tooLarge ? 413 : 502, null, !tooLarge);
       return;
     }
