@@ -17,7 +17,7 @@ export const HEALTH_PATH = `${TOLLGATE_PREFIX}/health`;
 export const ADMIN_BASE = `${TOLLGATE_PREFIX}/admin/v1`;
 
 /** The control paths under /_tollgate: health, the admin API and the console. Never forwarded. */
-export function createControlApp(): Hono<AdminEnv> {
+function createControlApp(): Hono<AdminEnv> {
   const app = new Hono<AdminEnv>();
   app.use("*", async function withRuntime(c, next) {
     c.set("runtime", runtimeFor(c.env));

@@ -26,7 +26,7 @@ import { type OriginBaseResult, parseOriginBase } from "./proxy/origin-url";
 import { sha256Bytes } from "./utils/crypto";
 
 /** Shorter admin tokens disable the admin API (DESIGN §8). */
-export const MIN_ADMIN_TOKEN_CHARS = 32;
+const MIN_ADMIN_TOKEN_CHARS = 32;
 
 export type AdminTokens =
   | { readonly enabled: true; readonly admin: Promise<Uint8Array>; readonly auditor: Promise<Uint8Array> | null }

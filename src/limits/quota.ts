@@ -53,7 +53,7 @@ function rawObjectName(x: Exchange): string {
 }
 
 /** Writes a quota audit event the objects handed out, in the background. */
-export function recordQuotaAudit(x: Exchange, audit: AuditDue | null): void {
+function recordQuotaAudit(x: Exchange, audit: AuditDue | null): void {
   if (audit === null) return;
   const env = x.env;
   keepAlive(
