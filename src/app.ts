@@ -17,7 +17,7 @@ export const HEALTH_PATH = `${TOLLGATE_PREFIX}/health`;
 export const ADMIN_BASE = `${TOLLGATE_PREFIX}/admin/v1`;
 
 /** The control paths under /_tollgate: health, the admin API and the console. Never forwarded. */
-export function createControlApp(): Hono<AdminEnv> {
+function createControlApp(): Hono<AdminEnv> {
   const app = new Hono<AdminEnv>();
   app.use("*", async function withRuntime(c, next) {
     c.set("runtime", runtimeFor(c.env));
@@ -45,11 +45,11 @@ export function createWorker(): { fetch(request: Request, env: Bindings, ctx: Ba
   const control = createControlApp();
   return {
     fetch(request, env, ctx) {
-      const runtime = runtimeFor(env);
       if (isControlPath(request.url)) {
+        // The control app takes its runtime in its own middleware.
         return Promise.resolve(control.fetch(request, env, ctx as ExecutionContext));
       }
-      return runtime.gateway(request, env, ctx);
+      return runtimeFor(env).gateway(request, env, ctx);
     },
   };
 }

@@ -65,7 +65,7 @@ export type Caller =
       readonly override: KeyLimits | null;
     };
 
-export const ANONYMOUS_UNKNOWN: Caller = Object.freeze({ kind: "anonymous", callerKey: "ip:unknown", override: null });
+const ANONYMOUS_UNKNOWN: Caller = Object.freeze({ kind: "anonymous", callerKey: "ip:unknown", override: null });
 
 /**
  * One gateway request. Built once when it arrives; every step of the data

@@ -41,13 +41,19 @@ function invalidPath(): Response {
   return problem("invalid_path", { detail: "The path holds an encoded separator (%2F or %5C) or NUL (%00)." });
 }
 
+/** What is wrong with the configuration, TOLLGATE first, then ORIGIN_URL; null when both are valid (the gateway's 500 and health say the same). */
+export function configFault(runtime: Pick<Runtime, "configError" | "origin">): { readonly field: string; readonly message: string } | null {
+  if (runtime.configError !== null) return runtime.configError;
+  if (!runtime.origin.ok) return { field: "ORIGIN_URL", message: runtime.origin.message };
+  return null;
+}
+
 /** Compiles the data plane for a runtime whose config and origin are valid. */
 export function compileGateway(runtime: Runtime): GatewayHandler {
   const config = runtime.config;
   const origin = runtime.origin;
   if (config === null || !origin.ok) {
-    const field = config === null ? (runtime.configError?.field ?? "TOLLGATE") : "ORIGIN_URL";
-    const message = config === null ? (runtime.configError?.message ?? "is invalid") : origin.ok ? "is invalid" : origin.message;
+    const { field, message } = configFault(runtime) ?? { field: "TOLLGATE", message: "is invalid" };
     return async () => problem("config_invalid", { detail: `The gateway configuration is invalid at ${field}: ${message}.`, extras: { field } });
   }
 
@@ -73,7 +79,6 @@ export function compileGateway(runtime: Runtime): GatewayHandler {
     origin: origin.base,
     stripCredential: config.stripCredential,
     maxRequestBytes: config.maxRequestBytes,
-    quota: { reservationTtlS: config.reservationTtlS, auditWindowS: config.auditWindowMs / 1000 },
     requestLog: config.requestLog,
     usageMaxPending: config.usageMaxPending,
     usageFlushIntervalMs: config.usageFlushIntervalMs,
@@ -97,7 +102,8 @@ export function compileGateway(runtime: Runtime): GatewayHandler {
   function answered(x: Exchange, response: Response): Response {
     x.releaseSlot?.();
     x.releaseStream?.();
-    const out = withHeaders(response, x.decision === "rate_limited" ? [] : extraHeaders(x, null));
+    // A 429 rate_limited keeps its denying limit's headers: the step refused before recording x.rateHeaders.
+    const out = withHeaders(response, extraHeaders(x, null));
     const nowMs = runtime.now();
     if (config!.requestLog) log.raw(requestLogLine(x, out.status, declaredLength(out.headers), nowMs));
     flushUsage(x, nowMs, config!.usageFlushIntervalMs);

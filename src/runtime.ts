@@ -13,7 +13,7 @@ import { TenantCache } from "./cache/tenant-cache";
 import { type Config, parseConfig } from "./config";
 import type { Bindings } from "./context";
 import { LimiterTable } from "./engine/limiter-table";
-import { compileGateway, type GatewayHandler } from "./gateway";
+import { compileGateway, configFault, type GatewayHandler } from "./gateway";
 import { AuthFailureGate } from "./limits/auth-gate";
 import { GlobalLeases } from "./limits/global-leases";
 import { InFlightTable } from "./limits/in-flight";
@@ -26,7 +26,7 @@ import { type OriginBaseResult, parseOriginBase } from "./proxy/origin-url";
 import { sha256Bytes } from "./utils/crypto";
 
 /** Shorter admin tokens disable the admin API (DESIGN §8). */
-export const MIN_ADMIN_TOKEN_CHARS = 32;
+const MIN_ADMIN_TOKEN_CHARS = 32;
 
 export type AdminTokens =
   | { readonly enabled: true; readonly admin: Promise<Uint8Array>; readonly auditor: Promise<Uint8Array> | null }
@@ -151,12 +151,10 @@ export function runtimeFor(env: Bindings): Runtime {
 /** What /_tollgate/health reports beyond `status`: an invalid config, a bad ORIGIN_URL, a disabled admin API. */
 export function healthOf(runtime: Runtime): Record<string, unknown> {
   const out: Record<string, unknown> = { status: "ok" };
-  if (runtime.configError !== null) {
+  const fault = configFault(runtime);
+  if (fault !== null) {
     out.config = "invalid";
-    out.error = { field: runtime.configError.field, message: runtime.configError.message };
-  } else if (!runtime.origin.ok) {
-    out.config = "invalid";
-    out.error = { field: "ORIGIN_URL", message: runtime.origin.message };
+    out.error = { field: fault.field, message: fault.message };
   }
   if (!runtime.adminTokens.enabled) out.admin = { status: "disabled", reason: runtime.adminTokens.reason };
   return out;

@@ -11,7 +11,7 @@ import { problem } from "../errors";
 
 export const AUTH_FAILURE_CATEGORY = "auth_failures";
 
-export type GateOutcome = { open: true } | { open: false; retryAfterMs: number };
+type GateOutcome = { open: true } | { open: false; retryAfterMs: number };
 
 export class AuthFailureGate {
   readonly #table: LimiterTable;

@@ -15,7 +15,7 @@ import { type CredentialOutcome, type CredentialVerifier, verifyCredential } fro
 import { log } from "../log/logger";
 import { AUTH_FAILURE_CATEGORY, type AuthFailureGate, authFailuresResponse } from "./auth-gate";
 import type { Check, CheckResult } from "./check";
-import { blockedResponse } from "./blocks";
+import { blockedResponse, policyOf } from "./blocks";
 import { noteRefusal } from "./sustained";
 import { keepAlive } from "../utils/wait-until";
 
@@ -31,11 +31,6 @@ export interface AuthenticateOptions {
 
 function keepAliveOf(x: Exchange): (work: Promise<unknown>) => void {
   return (work) => keepAlive(x.ctx, work);
-}
-
-/** The policy snapshot: synchronous when fresh, else loaded (never throws). */
-function policyOf(x: Exchange, policy: PolicyCache, nowMs: number): PolicySnapshot | Promise<PolicySnapshot> {
-  return policy.peek(nowMs) ?? policy.load(() => database(x.env.DB), nowMs, keepAliveOf(x));
 }
 
 function setAnonymous(x: Exchange, snapshot: PolicySnapshot): void {

@@ -35,6 +35,11 @@ export interface CallerBlockOptions {
   readonly policy: PolicyCache;
 }
 
+/** The policy snapshot: synchronous when fresh, else loaded (never throws). One read for the block and credential steps. */
+export function policyOf(x: Exchange, policy: PolicyCache, nowMs: number): PolicySnapshot | Promise<PolicySnapshot> {
+  return policy.peek(nowMs) ?? policy.load(() => database(x.env.DB), nowMs, (work) => keepAlive(x.ctx, work));
+}
+
 function blockedBy(x: Exchange, snapshot: PolicySnapshot): CheckResult {
   if (!snapshot.hasBlocks) return null;
   const nowMs = x.startedAtMs;
@@ -58,8 +63,7 @@ function blockedBy(x: Exchange, snapshot: PolicySnapshot): CheckResult {
 export function blockCallers(options: CallerBlockOptions): Check {
   const policy = options.policy;
   return function callerBlockStep(x) {
-    const snapshot = policy.peek(x.startedAtMs);
-    if (snapshot !== undefined) return blockedBy(x, snapshot);
-    return policy.load(() => database(x.env.DB), x.startedAtMs, (work) => keepAlive(x.ctx, work)).then((s) => blockedBy(x, s));
+    const snapshot = policyOf(x, policy, x.startedAtMs);
+    return snapshot instanceof Promise ? snapshot.then((s) => blockedBy(x, s)) : blockedBy(x, snapshot);
   };
 }

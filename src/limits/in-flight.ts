@@ -28,10 +28,6 @@ export class InFlightTable {
     return this.#byCredential.get(credential) ?? 0;
   }
 
-  tenantCountOf(tenant: string): number {
-    return this.#byTenant.get(tenant) ?? 0;
-  }
-
   /** Takes a slot if every bound allows it. */
   tryAcquire(credential: string, tenant: string | null, limits: InFlightLimits): boolean {
     if (this.#total >= limits.budget) return false;

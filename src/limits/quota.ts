@@ -17,7 +17,7 @@
 import type { Exchange } from "../context";
 import { insertAuditEvent } from "../db/audit";
 import { database } from "../db/client";
-import { type OrgQuotaRef, type QuotaNamespaces, removeObject, reserveUpload, settleUpload, type UploadTicket, warningHeaderValue } from "../durable/quota-client";
+import { type OrgQuotaRef, type QuotaNamespaces, removeObject, reserveUpload, settleUpload, type UploadTicket } from "../durable/quota-client";
 import { objectNameError } from "../durable/object-name";
 import type { AuditDue, QuotaWarning } from "../durable/quota-types";
 import { problem } from "../errors";
@@ -53,7 +53,7 @@ function rawObjectName(x: Exchange): string {
 }
 
 /** Writes a quota audit event the objects handed out, in the background. */
-export function recordQuotaAudit(x: Exchange, audit: AuditDue | null): void {
+function recordQuotaAudit(x: Exchange, audit: AuditDue | null): void {
   if (audit === null) return;
   const env = x.env;
   keepAlive(
@@ -157,17 +157,12 @@ export interface QuotaSettled {
   readonly warnings: readonly QuotaWarning[];
 }
 
-/** `Tollgate-Quota-Warning`: the tenant's kinds at or over their soft quota, then the org's. */
-export function warningHeader(warnings: readonly QuotaWarning[]): string | null {
-  return warningHeaderValue(warnings);
-}
-
 /**
  * Commits (origin 2xx) or releases the upload's reservation, or removes the
  * deleted object's owner record after a 2xx. Never throws: a failure is
  * logged, and an unsettled reservation expires after reservation_ttl_s.
  */
-export async function settleQuota(x: Exchange, _options: QuotaOptions, ok: boolean): Promise<QuotaSettled | null> {
+export async function settleQuota(x: Exchange, ok: boolean): Promise<QuotaSettled | null> {
   const upload = x.upload;
   if (upload !== null) {
     const settled = await settleUpload(namespaces(x), upload, { ok, nowMs: Date.now() });

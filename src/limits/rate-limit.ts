@@ -27,7 +27,7 @@ import { addOpenRent } from "./stream-charges";
 import { noteRefusal } from "./sustained";
 
 /** Asks of the ledger one request may wait for before it is refused as contended. */
-export const MAX_ASK_ROUNDS = 4;
+const MAX_ASK_ROUNDS = 4;
 /** Seconds a client is told to wait when a global limit cannot be checked (`global.on_error: "deny"`). */
 export const LIMITS_UNAVAILABLE_RETRY_AFTER_S = 1;
 

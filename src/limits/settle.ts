@@ -22,11 +22,12 @@ import { requestLogLine } from "../log/request-log";
 import { declaredLength } from "../proxy/content-length";
 import { answerFrom, callOrigin, type OriginCall, originRequestHeaders } from "../proxy/forward";
 import { type OriginBase, originUrlFor } from "../proxy/origin-url";
+import { warningHeaderValue } from "../durable/quota-client";
 import { keepAlive } from "../utils/wait-until";
 import type { HeaderList } from "../engine/rate-limit-headers";
 import { priceResponse } from "../proxy/response-cost";
 import type { CostResult } from "../proxy/response-cost-result";
-import { type QuotaOptions, type QuotaSettled, settleQuota, warningHeader } from "./quota";
+import { type QuotaSettled, settleQuota } from "./quota";
 import { settleResponseCharge } from "./response-charge";
 import { tooLargeResponse } from "./size";
 
@@ -42,7 +43,6 @@ export interface ForwardOptions {
   readonly origin: OriginBase | null;
   readonly stripCredential: boolean;
   readonly maxRequestBytes: number;
-  readonly quota: QuotaOptions;
   readonly requestLog: boolean;
   readonly usageMaxPending: number;
   readonly usageFlushIntervalMs: number;
@@ -113,14 +113,15 @@ class Settlement {
       x.decision = tooLarge ? "request_too_large" : x.decision;
       const failed = tooLarge ? tooLargeResponse(options.maxRequestBytes, null) : problem("origin_unreachable", { detail: "The origin could not be reached." });
       this.#resolve(withHeaders(failed, extraHeaders(x, null)));
-      await settleQuota(x, options.quota, false);
+      // The answer is a small problem: the slot is not held through the quota object's round trip.
       x.releaseSlot?.();
+      await settleQuota(x, false);
       this.#after(tooLarge ? 413 : 502, null, !tooLarge);
       return;
     }
     let quotaResult: QuotaSettled | null = null;
     if (x.upload !== null || x.removal !== null) {
-      quotaResult = await settleQuota(x, options.quota, origin.status >= 200 && origin.status < 300);
+      quotaResult = await settleQuota(x, origin.status >= 200 && origin.status < 300);
       const delta = quotaResult?.deltaBytes ?? 0;
       if (delta !== 0) x.runtime.meter.add(quotaResult!.tenant, "bytes_stored", delta, x.runtime.now(), options.usageMaxPending);
     }
@@ -168,11 +169,11 @@ class Settlement {
     }
   }
 
-  // Nobody will read an answer whose client went away: let its body go.
+  // Nobody will read an answer whose client went away: let its body go. A
+  // locked body is being read by the runtime, which cancels it itself.
   #cancelAnswer(): void {
     const body = this.#answerBody ?? this.#body;
     if (body !== null && !body.locked) body.cancel().catch(() => {});
-    else if (this.#answerBody !== null) this.#answerBody.cancel().catch(() => {});
   }
 
   // The origin's body, piped so that the end of its delivery (finished,
@@ -219,7 +220,7 @@ const NO_HEADERS: readonly Header[] = Object.freeze([]);
 /** The gateway's own headers on an answer: rate limits, quota warning, shadow refusals. Copy it to add more. */
 export function extraHeaders(x: Exchange, quota: QuotaSettled | null): readonly Header[] {
   const rate = x.rateHeaders ?? NO_HEADERS;
-  const warning = quota === null ? null : warningHeader(quota.warnings);
+  const warning = quota === null ? null : warningHeaderValue(quota.warnings);
   if (warning === null && x.shadow === null) return rate;
   const extra: Header[] = [...rate];
   if (warning !== null) extra.push(["tollgate-quota-warning", warning]);
@@ -254,7 +255,7 @@ export function originTargetFor(x: Exchange, base: OriginBase | null): string {
  * The last step: forwards to ORIGIN_URL (its base path joined with the
  * request's collapsed path, then the query; with no ORIGIN_URL, to the zone's
  * own origin) and settles everything after.
- * @example const forward = forwardToOrigin({ origin: base, stripCredential: false, maxRequestBytes: 0, quota, requestLog: true, usageMaxPending: 10_000, usageFlushIntervalMs: 60_000 });
+ * @example const forward = forwardToOrigin({ origin: base, stripCredential: false, maxRequestBytes: 0, requestLog: true, usageMaxPending: 10_000, usageFlushIntervalMs: 60_000 });
  */
 export function forwardToOrigin(options: ForwardOptions): (x: Exchange) => Promise<Response> {
   const base = options.origin;

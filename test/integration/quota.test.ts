@@ -143,6 +143,15 @@ describe("storage quotas at the edge", () => {
     expect(await usageOf(tenant)).toMatchObject({ bytes: 0, objects: 0, reserved_bytes: 0, reservations: 0 });
   });
 
+  it("releases the reservation when the origin cannot be reached (502), so the bytes fit again", async () => {
+    const { tenant, key } = await tenantWithKey({ bytes: { hard: 1000 } });
+    const res = await upload({ key, object: "unreached", bytes: 600, overrides: { ORIGIN_URL: "http://127.0.0.1:1" } });
+    expect(res.status).toBe(502);
+    expect((await problemOf(res)).code).toBe("origin_unreachable");
+    expect(await usageOf(tenant)).toMatchObject({ bytes: 0, objects: 0, reserved_bytes: 0, reservations: 0 });
+    expect((await upload({ key, object: "reached", bytes: 600 })).status).toBe(200);
+  });
+
   it("releases the reservation when the client aborts mid-upload", async () => {
     const { tenant, key } = await tenantWithKey({ bytes: { hard: 1_000_000 } });
     let sent = 0;
