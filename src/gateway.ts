@@ -13,7 +13,7 @@ import { authenticate } from "./limits/authenticate";
 import { blockCallers, blockCountries } from "./limits/blocks";
 import type { Check, CheckResult } from "./limits/check";
 import { classify } from "./limits/classify";
-import { quotaCheck } from "./limits/quota";
+import { quotaCheck, settleQuota } from "./limits/quota";
 import { rateLimit } from "./limits/rate-limit";
 import { matchRoute } from "./limits/route";
 import { extraHeaders, flushUsage, forwardToOrigin, withHeaders } from "./limits/settle";
@@ -125,6 +125,10 @@ export function compileGateway(runtime: Runtime): GatewayHandler {
   function failed(x: Exchange, err: unknown): Response {
     log.error("gateway_failed", { error: errorName(err) });
     x.decision = "internal_error";
+    // A failure here comes before the forward's settlement started (it never
+    // throws once started): a reservation the quota step took would otherwise
+    // be held until reservation_ttl_s.
+    if (x.upload !== null) keepAlive(x.ctx, settleQuota(x, false));
     return answered(x, problem("internal_error", { detail: "The gateway failed to handle this request." }));
   }
 
