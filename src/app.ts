@@ -6,7 +6,7 @@ import { Hono } from "hono";
 import type { AdminEnv } from "./admin/admin-env";
 import { createAdminApp } from "./admin/admin-app";
 import { CONSOLE_BASE, createConsoleApp } from "./console/serve";
-import type { Bindings } from "./context";
+import type { Bindings } from "./exchange";
 import { problem } from "./errors";
 import { errorName, log } from "./log/logger";
 import { healthOf, runtimeFor } from "./runtime";

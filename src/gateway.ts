@@ -7,8 +7,12 @@
 // framework's per-request routing, context and promise per middleware were a
 // measurable share of the gateway's CPU (docs/performance.md). The control
 // paths (health, admin API) stay a Hono app (src/app.ts).
-import { Exchange, type Bindings } from "./context";
-import { inFlightBounds, inFlightLimit } from "./limits/in-flight";
+import type { PolicyCache } from "./cache/policy-cache";
+import type { Config } from "./config";
+import { Exchange, type Bindings, type ExchangeRuntime } from "./exchange";
+import type { AuthFailureGate } from "./limits/auth-gate";
+import type { GlobalLeases } from "./limits/global-leases";
+import { type InFlightTable, inFlightBounds, inFlightLimit } from "./limits/in-flight";
 import { authenticate } from "./limits/authenticate";
 import { blockCallers, blockCountries } from "./limits/blocks";
 import type { Check, CheckResult } from "./limits/check";
@@ -19,15 +23,33 @@ import { matchRoute } from "./limits/route";
 import { extraHeaders, flushUsage, forwardToOrigin, withHeaders } from "./limits/settle";
 import { sizeLimit } from "./limits/size";
 import { forwardWebSocket } from "./limits/stream-forward";
-import { isWebSocketUpgrade, streamSlots } from "./limits/streams";
+import { isWebSocketUpgrade, type StreamTable, streamSlots } from "./limits/streams";
 import { clientAddress } from "./identity/client-step";
+import type { CredentialVerifier } from "./identity/credential";
 import { declaredLength } from "./proxy/content-length";
+import type { OriginBaseResult } from "./proxy/origin-url";
 import { normalisePath, splitUrl } from "./proxy/request-path";
 import { problem } from "./errors";
 import { errorName, log } from "./log/logger";
 import { requestLogLine } from "./log/request-log";
-import type { Runtime } from "./runtime";
 import { type Background, keepAlive } from "./utils/wait-until";
+
+/**
+ * What the data plane is compiled from: the runtime's config, origin, tables
+ * and caches. src/runtime.ts builds them and sits above this file, so the
+ * parts are named here by what the steps take.
+ */
+export interface GatewayRuntime extends ExchangeRuntime, CredentialVerifier {
+  readonly config: Config | null;
+  readonly configError: { readonly field: string; readonly message: string } | null;
+  readonly origin: OriginBaseResult;
+  readonly keyCheck: CredentialVerifier["keyCheck"];
+  readonly leases: GlobalLeases;
+  readonly policy: PolicyCache;
+  readonly authGate: AuthFailureGate;
+  readonly inFlight: InFlightTable;
+  readonly streams: StreamTable;
+}
 
 export type GatewayHandler = (request: Request, env: Bindings, ctx: Background | null) => Promise<Response>;
 
@@ -42,14 +64,14 @@ function invalidPath(): Response {
 }
 
 /** What is wrong with the configuration, TOLLGATE first, then ORIGIN_URL; null when both are valid (the gateway's 500 and health say the same). */
-export function configFault(runtime: Pick<Runtime, "configError" | "origin">): { readonly field: string; readonly message: string } | null {
+export function configFault(runtime: Pick<GatewayRuntime, "configError" | "origin">): { readonly field: string; readonly message: string } | null {
   if (runtime.configError !== null) return runtime.configError;
   if (!runtime.origin.ok) return { field: "ORIGIN_URL", message: runtime.origin.message };
   return null;
 }
 
-/** Compiles the data plane for a runtime whose config and origin are valid. */
-export function compileGateway(runtime: Runtime): GatewayHandler {
+/** Compiles the data plane from a runtime's parts: the gateway handler, or one that answers config_invalid when the config or origin is invalid. */
+export function compileGateway(runtime: GatewayRuntime): GatewayHandler {
   const config = runtime.config;
   const origin = runtime.origin;
   if (config === null || !origin.ok) {

@@ -11,7 +11,7 @@ import { KeyCheckLoader } from "./cache/key-check";
 import { PolicyCache } from "./cache/policy-cache";
 import { TenantCache } from "./cache/tenant-cache";
 import { type Config, parseConfig } from "./config";
-import type { Bindings } from "./context";
+import type { Bindings } from "./exchange";
 import { LimiterTable } from "./engine/limiter-table";
 import { compileGateway, configFault, type GatewayHandler } from "./gateway";
 import { AuthFailureGate } from "./limits/auth-gate";

@@ -5,7 +5,7 @@ import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test"
 import { env } from "cloudflare:workers";
 import { expect } from "vitest";
 import worker from "../src/index";
-import { Exchange } from "../src/context";
+import { Exchange } from "../src/exchange";
 import { declaredLength } from "../src/proxy/content-length";
 import { splitUrl } from "../src/proxy/request-path";
 import { compileRuntime, type Runtime, runtimeFor } from "../src/runtime";

@@ -2,7 +2,7 @@
 // Worker's bindings, the runtime of the request's configuration, and what the
 // auth step sets for the handlers.
 import type { Config } from "../config";
-import type { Bindings } from "../context";
+import type { Bindings } from "../exchange";
 import type { Runtime } from "../runtime";
 
 export type AdminRole = "admin" | "auditor";

@@ -13,7 +13,7 @@
 //   the retry repeats the sync; an operator who gives up instead leaves the
 //   org objects ahead of D1 until the next change of that tenant's org (the
 //   new org counts the tenant, the old one no longer does).
-import type { Bindings } from "../context";
+import type { Bindings } from "../exchange";
 import { callQuota } from "../durable/quota-client";
 
 function orgStub(env: Bindings, org: string) {

@@ -6,7 +6,7 @@
 // the operator's retry purges again (a purge of an empty object is a no-op).
 // Purging after the D1 delete would leave, on failure, a tenant gone from D1
 // whose bytes nobody can purge any more except by recreating it.
-import type { Bindings } from "../context";
+import type { Bindings } from "../exchange";
 import { callQuota } from "../durable/quota-client";
 import type { PurgeResult } from "../durable/quota-types";
 import { errorName, log } from "../log/logger";

@@ -11,7 +11,7 @@ import { countKeysOfTenant, deleteKeysOfTenant } from "../db/keys";
 import { getOrg } from "../db/orgs";
 import { deleteKeyOverridesOfTenant } from "../db/overrides";
 import { deleteTenant, getTenant, listTenants, putTenant, type TenantRow, updateTenant } from "../db/tenants";
-import type { Bindings } from "../context";
+import type { Bindings } from "../exchange";
 import { errorName, log } from "../log/logger";
 import type { AdminEnv } from "./admin-env";
 import { tenantNotFound } from "./not-found";

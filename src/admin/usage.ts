@@ -3,7 +3,7 @@
 // flushed usage tracker, so up to usage.flush_interval_s behind). Also
 // /reindex, which has the object recount its counters from its owner records.
 import type { Hono } from "hono";
-import type { Bindings } from "../context";
+import type { Bindings } from "../exchange";
 import type { UsageResult } from "../durable/quota-types";
 import { insertAuditEvent } from "../db/audit";
 import { database } from "../db/client";

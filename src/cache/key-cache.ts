@@ -4,7 +4,7 @@
 // string to its digest, filled only for keys that were found, so a key seen
 // recently is admitted without hashing (DESIGN §1).
 import type { Config } from "../config";
-import type { TenantInfo } from "../context";
+import type { TenantInfo } from "../exchange";
 import type { KeyLimits } from "../engine/resolve-limits";
 import type { Db } from "../db/client";
 import { findKeyByDigest, type KeyRow } from "../db/keys";

@@ -7,7 +7,7 @@ import { compileLimits, type LimitScope, type LimitSpec } from "../engine/limit"
 import { log } from "../log/logger";
 import type { KeyLimits, TenantLimits } from "../engine/resolve-limits";
 import type { QuotaLimits } from "../durable/quota-types";
-import type { TenantInfo } from "../context";
+import type { TenantInfo } from "../exchange";
 
 function logBadStored(what: string): void {
   log.warn("stored_value_invalid", { what });

@@ -4,7 +4,7 @@
 // a negative entry (so a flood of tokens naming made-up tenants costs one
 // query per slug per TTL, bounded by the negative share).
 import type { Config } from "../config";
-import type { TenantInfo } from "../context";
+import type { TenantInfo } from "../exchange";
 import type { Db } from "../db/client";
 import { findTenantForGateway } from "../db/tenants";
 import type { LimitScope } from "../engine/limit";

@@ -1,7 +1,7 @@
 // Step 1 of the pipeline: who is asking, by address. Sets x.clientAddress
 // (the full address, for X-Forwarded-For and X-Real-IP) and x.clientKey (the
 // limiter's key: IPv4, or the IPv6 /64). Never refuses.
-import type { Exchange } from "../context";
+import type { Exchange } from "../exchange";
 import type { CidrSet } from "../engine/cidr";
 import { canonicalKey, formatAddress, resolveClient } from "./client-address";
 

@@ -7,7 +7,7 @@
 import type { KeyCache, KeyRecord } from "../cache/key-cache";
 import type { KeyCheckLoader } from "../cache/key-check";
 import type { TenantCache } from "../cache/tenant-cache";
-import type { TenantInfo } from "../context";
+import type { TenantInfo } from "../exchange";
 import type { Db } from "../db/client";
 import { sha256Hex } from "../utils/crypto";
 import { hasValidCheck, KEY_PREFIX, parseApiKey } from "./api-key";

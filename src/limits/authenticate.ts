@@ -7,7 +7,7 @@
 // as anonymous. Messages never carry a key, digest or address.
 import { authFailureRejections } from "../cache/rejection-counter";
 import type { PolicyCache, PolicySnapshot } from "../cache/policy-cache";
-import type { Caller, Exchange } from "../context";
+import type { Caller, Exchange } from "../exchange";
 import { database } from "../db/client";
 import { problem } from "../errors";
 import { readCredential } from "../identity/api-key";

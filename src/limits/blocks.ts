@@ -3,7 +3,7 @@
 // forwarded. Countries come from the config (`blocked_countries`, matched
 // against request.cf.country); operator blocks come from the policy snapshot.
 import type { PolicyCache, PolicySnapshot } from "../cache/policy-cache";
-import type { Exchange } from "../context";
+import type { Exchange } from "../exchange";
 import { database } from "../db/client";
 import { problem } from "../errors";
 import { parseApiKey, readCredential } from "../identity/api-key";

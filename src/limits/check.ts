@@ -5,7 +5,7 @@
 // refusal). A step that must wait (a cache miss, a quota reservation)
 // returns a promise; the hot path returns synchronously, so a request that
 // needs no I/O awaits nothing until the forward.
-import type { Exchange } from "../context";
+import type { Exchange } from "../exchange";
 
 export type CheckResult = Response | null;
 export type Check = (x: Exchange) => CheckResult | Promise<CheckResult>;

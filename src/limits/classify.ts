@@ -1,7 +1,7 @@
 // Decides, once per request, whether the checks run at all: exempt paths
 // (default /healthz, /readyz, /livez, /metrics) and `mode: "off"` are
 // forwarded with no check and no charge.
-import type { Exchange } from "../context";
+import type { Exchange } from "../exchange";
 
 export interface ClassifyOptions {
   readonly exemptPaths: readonly string[];

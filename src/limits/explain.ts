@@ -15,7 +15,8 @@ import type { LimiterTable } from "../engine/limiter-table";
 import { BUILT_IN_LIMITS, type LimitSource, limitSourceOf, resolveLimits, type SubjectKind } from "../engine/resolve-limits";
 import { errorName, log } from "../log/logger";
 import type { GlobalLeases } from "./global-leases";
-import { type ChargedSubject, REQUEST_CATEGORY } from "./rate-limit";
+import type { ChargedSubject } from "./charged-subjects";
+import { REQUEST_CATEGORY } from "./rate-limit";
 
 export interface ApplicableLimit {
   readonly category: string;

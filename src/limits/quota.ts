@@ -14,10 +14,10 @@
 // Anonymous callers, and JWT callers whose token names no tenant, have no
 // quota: their store routes still need Content-Length, and are otherwise
 // forwarded as they are.
-import type { Exchange } from "../context";
+import type { Exchange } from "../exchange";
 import { insertAuditEvent } from "../db/audit";
 import { database } from "../db/client";
-import { type OrgQuotaRef, type QuotaNamespaces, removeObject, reserveUpload, settleUpload, type UploadTicket } from "../durable/quota-client";
+import { type QuotaNamespaces, removeObject, reserveUpload, settleUpload } from "../durable/quota-client";
 import { objectNameError } from "../durable/object-name";
 import type { AuditDue, QuotaWarning } from "../durable/quota-types";
 import { problem } from "../errors";
@@ -27,16 +27,6 @@ import type { Check } from "./check";
 
 /** Seconds a client is told to wait when the quota object cannot answer. */
 export const QUOTA_UNAVAILABLE_RETRY_AFTER_S = 1;
-
-/** An upload's reservation, settled once the origin answered. */
-export type UploadReservation = UploadTicket;
-
-/** A delete on a `release` route: the owner record goes once the origin answered 2xx. */
-export interface Removal {
-  readonly tenant: string;
-  readonly org: OrgQuotaRef | null;
-  readonly rawObject: string;
-}
 
 export interface QuotaOptions {
   readonly reservationTtlS: number;

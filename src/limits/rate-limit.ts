@@ -10,15 +10,16 @@
 // is decided synchronously, with no I/O; one whose leases are short waits for
 // the ledger (single flight) and is decided again, up to MAX_ASK_ROUNDS times.
 import { rateLimitRejections } from "../cache/rejection-counter";
-import type { Caller, Exchange } from "../context";
+import type { Caller, Exchange } from "../exchange";
 import { admit, type Charge, type Decision } from "../engine/gcra";
 import type { LeaseGroup, Short } from "../engine/lease-types";
 import type { LimiterTable } from "../engine/limiter-table";
 import { rateLimitHeaders } from "../engine/rate-limit-headers";
-import { type CategoryDefaults, type LimitSources, resolveLimits, type SubjectKind } from "../engine/resolve-limits";
+import { type CategoryDefaults, resolveLimits } from "../engine/resolve-limits";
 import type { RouteMatch } from "../engine/routes";
 import { problem } from "../errors";
 import type { ResponseCharge } from "../proxy/response-cost-spec";
+import { type ChargedSubject, chargedSubjects } from "./charged-subjects";
 import type { Check, CheckResult } from "./check";
 import { contended, decideGlobal, type GlobalOutcome, type GlobalPlan, planGlobal } from "./global-admission";
 import type { GlobalLeases } from "./global-leases";
@@ -32,36 +33,6 @@ const MAX_ASK_ROUNDS = 4;
 export const LIMITS_UNAVAILABLE_RETRY_AFTER_S = 1;
 
 export const REQUEST_CATEGORY = "request";
-
-/** One subject a caller is charged as: its kind, its limiter subject, where its limits come from. */
-export interface ChargedSubject {
-  readonly kind: SubjectKind;
-  readonly subject: string;
-  readonly sources: LimitSources;
-}
-
-/** The subjects a caller is charged as: itself, and its tenant (or, anonymous, the aggregate). */
-export function chargedSubjects(caller: Caller, defaults: CategoryDefaults): ChargedSubject[] {
-  switch (caller.kind) {
-    case "key": {
-      const tenant = caller.tenant;
-      return [
-        { kind: "key", subject: `key:${caller.digest}`, sources: { override: caller.override, key: caller.keyLimits, tenant: tenant.limits, defaults } },
-        { kind: "tenant", subject: `tenant:${tenant.slug}`, sources: { tenant: tenant.limits, defaults } },
-      ];
-    }
-    case "jwt": {
-      const tenant = caller.tenant;
-      const own: ChargedSubject = { kind: "jwt", subject: caller.callerKey, sources: { override: caller.override, tenant: tenant?.limits ?? null, defaults } };
-      return tenant === null ? [own] : [own, { kind: "tenant", subject: `tenant:${tenant.slug}`, sources: { tenant: tenant.limits, defaults } }];
-    }
-    case "anonymous":
-      return [
-        { kind: "ip", subject: caller.callerKey, sources: { override: caller.override, defaults } },
-        { kind: "anonymous", subject: "anonymous", sources: { defaults } },
-      ];
-  }
-}
 
 /** `cost` of `category` on every subject (a subject with no limits there costs nothing to admit). */
 function addCharges(charges: Charge[], subjects: readonly ChargedSubject[], category: string, cost: number): void {

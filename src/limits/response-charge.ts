@@ -6,7 +6,7 @@
 // Metering adds `units:<category>` to the tenant's month. Global limits settle
 // on their ledger, in the background (the headers then describe the isolate
 // limits' settlement only).
-import type { Exchange } from "../context";
+import type { Exchange } from "../exchange";
 import type { Decision } from "../engine/gcra";
 import { type HeaderList, rateLimitHeaders } from "../engine/rate-limit-headers";
 import { chargeDebt, refund, type SettleCharge, type SettledFigures } from "../proxy/response-cost-gcra";

@@ -2,7 +2,7 @@
 // the config) gives the request's charges and its quota action. Matching is
 // on the collapsed path, ignoring a trailing slash and (unless the route says
 // otherwise) case, so a route cannot be dodged by spelling.
-import type { Exchange } from "../context";
+import type { Exchange } from "../exchange";
 import type { RouteMatcher } from "../engine/routes";
 
 /**

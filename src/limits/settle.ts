@@ -14,7 +14,7 @@
 // when the answer's body is delivered or abandoned, or when the client goes
 // away (`request.signal`, compatibility flag `enable_request_signal`), since
 // an answer nobody reads never finishes.
-import type { Exchange } from "../context";
+import type { Exchange } from "../exchange";
 import { database } from "../db/client";
 import { problem } from "../errors";
 import { errorName, log } from "../log/logger";

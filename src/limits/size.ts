@@ -3,7 +3,7 @@
 // Content-Length is counted as it streams, in the forward
 // (src/proxy/forward.ts, boundedBody): the origin never receives a complete
 // body past the bound.
-import type { Exchange } from "../context";
+import type { Exchange } from "../exchange";
 import { problem } from "../errors";
 import type { Check } from "./check";
 

@@ -1,12 +1,12 @@
 // What a stream is charged besides its open's request charges (DESIGN §13):
 // `stream_rent` at the open and each period, and, when the caller has limits
 // for it, `message` per client message. The subjects are the open's own
-// (rate-limit.ts chargedSubjects): the caller, its tenant, and for anonymous
+// (charged-subjects.ts): the caller, its tenant, and for anonymous
 // callers the `anonymous` aggregate. A stream resolves its limits once, at
 // the open: a limit changed while it is open applies to the streams opened after.
 import type { Charge } from "../engine/gcra";
 import { resolveLimits } from "../engine/resolve-limits";
-import type { ChargedSubject } from "./rate-limit";
+import type { ChargedSubject } from "./charged-subjects";
 
 export const STREAM_RENT_CATEGORY = "stream_rent";
 export const MESSAGE_CATEGORY = "message";

@@ -8,7 +8,7 @@
 //
 // The open runs under waitUntil, as the HTTP settlement does: a client that
 // hangs up during the origin handshake must not strand the slot it took.
-import type { Exchange } from "../context";
+import type { Exchange } from "../exchange";
 import { problem } from "../errors";
 import { errorName, log } from "../log/logger";
 import { requestLogLine } from "../log/request-log";

@@ -16,14 +16,14 @@
 // holds while the stream is idle too. The timer belongs to the stream's own
 // request, which the runtime keeps alive while its sockets are open.
 import { rateLimitRejections } from "../cache/rejection-counter";
-import type { Exchange } from "../context";
+import type { Exchange } from "../exchange";
 import { admit, type Charge, wouldAdmit } from "../engine/gcra";
 import type { LimiterTable } from "../engine/limiter-table";
 import type { CategoryDefaults } from "../engine/resolve-limits";
 import { errorName, log } from "../log/logger";
 import { type StreamEnd, streamLogLine } from "../log/stream-log";
 import { CLOSE_ABNORMAL, CLOSE_GOING_AWAY, closeQuietly, passClose, sendQuietly } from "../proxy/websocket";
-import { chargedSubjects } from "./rate-limit";
+import { chargedSubjects } from "./charged-subjects";
 import { flushUsage } from "./settle";
 import { categoryCharges, limitedCharges, MESSAGE_CATEGORY, MESSAGE_COST, STREAM_RENT_CATEGORY, STREAM_RENT_PER_PERIOD } from "./stream-charges";
 import { noteRefusal } from "./sustained";

@@ -6,7 +6,7 @@
 // background. The caller appears only as a keyed digest (issue 10 item 13: a
 // plain SHA-256 of `ip:a.b.c.d` is reversed by trying all 2^32 addresses).
 import type { RejectionCounter } from "../cache/rejection-counter";
-import type { Exchange } from "../context";
+import type { Exchange } from "../exchange";
 import { insertAuditEvent } from "../db/audit";
 import { database } from "../db/client";
 import { auditSubject } from "../identity/audit-subject";

@@ -2,7 +2,7 @@
 // Never headers, bodies, query strings, credentials or addresses: the path is
 // cut at `?` (the Exchange's path has no query), the caller is named only by
 // tenant and key id.
-import type { Decision, Exchange } from "../context";
+import type { Decision, Exchange } from "../exchange";
 
 export const REQUEST_LOG_FORMAT_VERSION = 1;
 

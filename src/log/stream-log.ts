@@ -2,7 +2,7 @@
 // §13), through the one logger, beside the request log's lines (same
 // format_version, tenant, key id, path, decision). Never message contents,
 // headers or close reasons (a reason is the peer's text).
-import type { Exchange } from "../context";
+import type { Exchange } from "../exchange";
 import { loggedDecision, REQUEST_LOG_FORMAT_VERSION } from "./request-log";
 
 /** What ended a stream. */

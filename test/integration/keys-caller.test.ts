@@ -3,7 +3,7 @@
 // runtime for the config (so admin writes through the Worker reach its
 // caches), with real D1, and run on one Exchange.
 import { describe, expect, it } from "vitest";
-import type { Caller, Decision } from "../../src/context";
+import type { Caller, Decision } from "../../src/exchange";
 import { authenticate } from "../../src/limits/authenticate";
 import type { Runtime } from "../../src/runtime";
 import { exchangeFor, runtimeOf, unique, uniqueIp } from "../helpers";

@@ -3,7 +3,7 @@
 import { describe, expect, it } from "vitest";
 import { DEFAULT_STREAM_RENT_PERIOD_S, DEFAULT_STREAMS_PER_CREDENTIAL, MAX_STREAM_RENT_PERIOD_S, MAX_STREAMS_PER_CREDENTIAL, parseConfig } from "../../src/config";
 import { resolveLimits } from "../../src/engine/resolve-limits";
-import { chargedSubjects } from "../../src/limits/rate-limit";
+import { chargedSubjects } from "../../src/limits/charged-subjects";
 import { categoryCharges, MESSAGE_CATEGORY, STREAM_RENT_CATEGORY } from "../../src/limits/stream-charges";
 
 describe("streams config", () => {

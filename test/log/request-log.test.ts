@@ -3,7 +3,7 @@
 // in every case: each caller kind, shadow decisions, strings that need
 // escaping, a body size or none.
 import { describe, expect, it } from "vitest";
-import type { Caller, TenantInfo } from "../../src/context";
+import type { Caller, TenantInfo } from "../../src/exchange";
 import { loggedDecision, REQUEST_LOG_FORMAT_VERSION, type RequestLogLine, requestLogLine } from "../../src/log/request-log";
 import { exchangeFor, runtimeOf } from "../helpers";
 import { testConfig } from "../integration/admin-helpers";
