@@ -3,7 +3,7 @@ import { defineConfig } from "vitest/config";
 
 // Two projects, one `npm test`:
 //
-// - "workers": every test under test/ except test/e2e runs inside workerd
+// - "workers": every test under test/ except test/e2e and test/tooling runs inside workerd
 //   with the real bindings from wrangler.toml: D1 (migrations applied in
 //   test/apply-migrations.ts), the TenantQuota Durable Object, and ORIGIN_URL
 //   pointing at the recording origin that test/global-setup.ts starts on
@@ -11,6 +11,8 @@ import { defineConfig } from "vitest/config";
 // - "e2e": test/e2e runs in Node against the gateway under `wrangler dev`
 //   with a fresh local D1, started once by test/e2e/global-setup.ts (the CLI
 //   as a child process; later the console in a browser).
+// - "tooling": test/tooling runs in Node and checks the project's own rules
+//   (the layers `npm run lint:deps` enforces).
 export default defineConfig(async () => {
   const migrations = await readD1Migrations("./migrations");
   return {
@@ -33,7 +35,7 @@ export default defineConfig(async () => {
           test: {
             name: "workers",
             include: ["test/**/*.test.ts"],
-            exclude: ["test/e2e/**"],
+            exclude: ["test/e2e/**", "test/tooling/**"],
             globalSetup: ["./test/global-setup.ts"],
             setupFiles: ["./test/apply-migrations.ts", "./test/unhandled-rejections.ts"],
             testTimeout: 30_000,
@@ -48,6 +50,14 @@ export default defineConfig(async () => {
             globalSetup: ["./test/e2e/global-setup.ts"],
             testTimeout: 60_000,
             hookTimeout: 60_000,
+          },
+        },
+        {
+          test: {
+            name: "tooling",
+            include: ["test/tooling/**/*.test.ts"],
+            environment: "node",
+            testTimeout: 60_000,
           },
         },
       ],
