@@ -3,12 +3,12 @@
 // only while reservations remain, is idempotent, and survives D1 failing.
 // Time passing is simulated by moving a reservation's `expires_at` into the
 // past; `runDurableObjectAlarm` then runs the scheduled alarm at once.
-import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { QuotaLimits, ReserveRequest } from "../../src/durable/quota-types";
 import type { TenantQuota } from "../../src/durable/tenant-quota";
-import { clearQuotaAlarms, quotaObject } from "./quota-object";
+import { clearQuotaAlarms, evictTenantQuota, quotaObject } from "./quota-object";
 
 
 afterEach(async () => {
@@ -115,10 +115,10 @@ describe("expiry", () => {
   });
 
   it("keeps reservations across eviction and still expires them", async () => {
-    const { tenant, stub } = quotaObject("evict");
+    const { tenant, stub: first } = quotaObject("evict");
     const r = upload(tenant, "e.bin", 42);
-    await stub.reserve(r);
-    await evictDurableObject(stub);
+    await first.reserve(r);
+    const stub = await evictTenantQuota(tenant);
     await lapse(stub, r.reservationId);
     expect(await runDurableObjectAlarm(stub)).toBe(true);
     expect(await stub.usage()).toEqual({ bytes: 0, objects: 0, reserved_bytes: 0, reserved_objects: 0, reservations: 0 });
@@ -126,12 +126,12 @@ describe("expiry", () => {
   });
 
   it("still expires when D1 fails: the alarm logs the failure without failing", async () => {
-    const { tenant, stub } = quotaObject("d1-down");
+    const { tenant, stub: first } = quotaObject("d1-down");
     const r = upload(tenant, "d.bin", 7);
-    await stub.reserve(r);
-    await lapse(stub, r.reservationId);
+    await first.reserve(r);
+    await lapse(first, r.reservationId);
     const logged = vi.spyOn(console, "error").mockImplementation(() => {});
-    await runInDurableObject(stub, async (instance) => {
+    await runInDurableObject(first, async (instance) => {
       const failing = {
         prepare: () => ({ bind: () => ({}) }),
         batch: () => Promise.reject(new Error("D1_ERROR: database unavailable")),
@@ -140,7 +140,7 @@ describe("expiry", () => {
       (instance as unknown as { env: { DB: unknown } }).env = { ...env, DB: failing };
       await instance.alarm();
     });
-    await evictDurableObject(stub);
+    const stub = await evictTenantQuota(tenant);
     expect(await stub.usage()).toEqual({ bytes: 0, objects: 0, reserved_bytes: 0, reserved_objects: 0, reservations: 0 });
     expect(await expiredAudits(tenant)).toHaveLength(0);
     const line = logged.mock.calls.map((c) => String(c[0])).find((l) => l.includes("quota_audit_write_failed"));

@@ -2,12 +2,12 @@
 // exceeded figures, replays, concurrency and eviction. Every test uses its own
 // tenant (storage is isolated per file, not per test) and checks that the
 // counters equal the sum of the owner rows after each change.
-import { evictDurableObject, runInDurableObject } from "cloudflare:test";
+import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it } from "vitest";
 import type { QuotaLimits, ReserveRequest } from "../../src/durable/quota-types";
 import type { TenantQuota } from "../../src/durable/tenant-quota";
-import { clearQuotaAlarms, quotaObject } from "./quota-object";
+import { clearQuotaAlarms, evictTenantQuota, quotaObject } from "./quota-object";
 
 
 afterEach(async () => {
@@ -219,19 +219,20 @@ describe("remove", () => {
 
 describe("durability", () => {
   it("keeps owners, reservations and the ledger across eviction", async () => {
-    const { tenant, stub } = quotaObject("evict");
+    const { tenant, stub: first } = quotaObject("evict");
+    let stub = first;
     const quota = { bytes: { hard: 500 } };
     const kept = upload(tenant, "kept.bin", 200, quota);
     const held = upload(tenant, "held.bin", 250, quota);
     await store(stub, kept);
     await stub.reserve(held);
-    await evictDurableObject(stub);
+    stub = await evictTenantQuota(tenant);
 
     expect(await stub.usage()).toEqual({ bytes: 200, objects: 1, reserved_bytes: 250, reserved_objects: 1, reservations: 1 });
     expect((await stub.reserve(upload(tenant, "over.bin", 51, quota))).status).toBe("exceeded");
     expect((await stub.commit({ reservationId: kept.reservationId, nowMs: Date.now(), quota })).status).toBe("replayed");
     expect((await stub.commit({ reservationId: held.reservationId, nowMs: Date.now(), quota })).status).toBe("committed");
-    await evictDurableObject(stub);
+    stub = await evictTenantQuota(tenant);
     expect(await stub.usage()).toEqual({ bytes: 450, objects: 2, reserved_bytes: 0, reserved_objects: 0, reservations: 0 });
     // The audit window survived (the refusal before eviction used it up) ...
     expect(await stub.reserve(upload(tenant, "over2.bin", 51, quota))).toMatchObject({ status: "exceeded", audit: null });
