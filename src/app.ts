@@ -41,6 +41,7 @@ function isControlPath(url: string): boolean {
   return pathStart !== -1 && url.startsWith(TOLLGATE_PREFIX, pathStart) && (url.length === pathStart + TOLLGATE_PREFIX.length || "/?".includes(url[pathStart + TOLLGATE_PREFIX.length]!));
 }
 
+/** Needs nothing (each env's runtime is compiled on first use); returns the Worker's fetch: health, admin and console through Hono, every other path through the runtime's gateway. */
 export function createWorker(): { fetch(request: Request, env: Bindings, ctx: Background): Promise<Response> } {
   const control = createControlApp();
   return {

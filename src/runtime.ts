@@ -96,7 +96,7 @@ function adminTokensOf(env: Bindings): AdminTokens {
   return { enabled: true, admin: sha256Bytes(admin), auditor: auditorOk ? sha256Bytes(auditor) : null };
 }
 
-/** Builds the runtime for an env. Pure of module state; runtimeFor() keeps the last one. */
+/** Needs the env (TOLLGATE, ORIGIN_URL, the admin secrets) and optionally a clock; returns a new Runtime. Pure of module state; runtimeFor() keeps the last one. */
 export function compileRuntime(env: Bindings, options: RuntimeOptions = {}): Runtime {
   const parsed = parseConfig((env as { TOLLGATE?: unknown }).TOLLGATE);
   const config = parsed.ok ? parsed.config : null;
@@ -136,7 +136,7 @@ export function compileRuntime(env: Bindings, options: RuntimeOptions = {}): Run
 
 let last: { tollgate: unknown; originUrl: unknown; adminToken: unknown; auditorToken: unknown; runtime: Runtime } | null = null;
 
-/** The runtime for this env's configuration: compiled the first time it is seen. */
+/** Needs the env; returns the runtime for its configuration, compiled the first time it is seen. */
 export function runtimeFor(env: Bindings): Runtime {
   const tollgate = (env as { TOLLGATE?: unknown }).TOLLGATE;
   const cached = last;

@@ -19,6 +19,7 @@ import { StorageUnavailable, storageUnavailable } from "./storage";
 import { registerTenantRoutes } from "./tenants";
 import { registerUsageRoutes } from "./usage";
 
+/** Needs nothing (config and tokens come per request from the runtime); returns the admin API's Hono app, mounted under /_tollgate/admin/v1. */
 export function createAdminApp(): Hono<AdminEnv> {
   const admin = new Hono<AdminEnv>();
   admin.use("*", adminAuth());

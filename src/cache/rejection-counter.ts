@@ -50,6 +50,7 @@ interface Entry {
 /** Callers each singleton tracks: ~10,000 × (a 64-character digest + a few numbers), about 2 MiB. */
 export const REJECTION_COUNTER_MAX_ENTRIES = 10_000;
 
+/** Needs the most callers to track; returns an empty counter (a test's own, or one of the module's bounded singletons). */
 export function createRejectionCounter(maxEntries: number): RejectionCounter {
   const entries = new Map<string, Entry>();
   const capacity = Math.max(1, Math.floor(maxEntries));

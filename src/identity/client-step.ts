@@ -10,6 +10,7 @@ export interface ClientAddressOptions {
 }
 
 /**
+ * Needs the trusted proxies; returns a step that sets x.clientAddress, x.clientKey and x.clientIp.
  * @example clientAddress({ trustedProxies: parsed.set })(x); x.clientKey // "203.0.113.7"
  */
 export function clientAddress(options: ClientAddressOptions): (x: Exchange) => void {

@@ -42,6 +42,7 @@ function setAnonymous(x: Exchange, snapshot: PolicySnapshot): void {
  * Who is calling: a managed key (`Authorization: Bearer` or `X-Api-Key`), a
  * JWT from a configured issuer (`Authorization: Bearer`), or anonymous by
  * address.
+ * Needs the credential verifier (key and tenant caches, key check, JWT), the auth-failure gate and the policy cache; returns a Check that sets x.caller.
  * @example const auth = authenticate({ anonymous: "allow", verifier: runtime, gate: runtime.authGate, policy: runtime.policy });
  */
 export function authenticate(options: AuthenticateOptions): Check {

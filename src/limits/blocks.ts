@@ -19,6 +19,7 @@ export interface CountryBlockOptions {
 }
 
 /**
+ * Needs the blocked countries; returns a Check, or null when there are none.
  * @example blockCountries({ countries: new Set(["KP"]) }) // null when the list is empty
  */
 export function blockCountries(options: CountryBlockOptions): Check | null {
@@ -58,6 +59,7 @@ function blockedBy(x: Exchange, snapshot: PolicySnapshot): CheckResult {
  * (`key:`), right after the client address and before any lookup or charge.
  * Blocks of a tenant or a JWT caller are applied by the authenticate step,
  * once the caller is known.
+ * Needs the policy cache (blocks by caller and network); returns a Check.
  * @example const blocks = blockCallers({ policy: runtime.policy });
  */
 export function blockCallers(options: CallerBlockOptions): Check {

@@ -10,6 +10,7 @@ export interface ClassifyOptions {
 
 /**
  * Marks exempt and `mode: "off"` requests as bypassing every check.
+ * Needs the exempt paths and the mode; returns a predicate that sets x.bypass.
  * @example const bypass = classify({ exemptPaths: ["/healthz"], mode: "enforce" }); bypass(x) // true for /healthz
  */
 export function classify(options: ClassifyOptions): (x: Exchange) => boolean {

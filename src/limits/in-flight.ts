@@ -80,6 +80,7 @@ export interface InFlightOptions {
  * 429 too_many_in_flight. The slot is released by whoever ends the request
  * (x.releaseSlot): at once for a refusal or an error, after the response body
  * is delivered or abandoned for a forwarded request (src/limits/settle.ts).
+ * Needs the runtime's in-flight table and the compiled bounds; returns a Check that sets x.releaseSlot.
  * @example const slots = inFlightLimit({ table: runtime.inFlight, bounds: inFlightBounds(config.inFlight) });
  */
 export function inFlightLimit(options: InFlightOptions): Check {

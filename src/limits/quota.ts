@@ -115,6 +115,7 @@ async function reserve(x: Exchange, options: QuotaOptions, bytes: number): Promi
 
 /**
  * Reserves quota for uploads on `store` routes and marks deletes on `release` routes.
+ * Needs the reservation TTL and the audit window (the quota objects come from x.env); returns a Check that sets x.upload or x.removal.
  * @example const quota = quotaCheck({ reservationTtlS: 900, auditWindowS: 60 });
  */
 export function quotaCheck(options: QuotaOptions): Check {

@@ -80,6 +80,7 @@ async function waitForLedger(leases: GlobalLeases, x: Exchange, shorts: Readonly
  * Charges the request's limits, all or nothing; 429 rate_limited when one
  * does not fit, 503 limits_unavailable when a global one cannot be checked
  * and `global.on_error` is "deny".
+ * Needs the limiter table, the global leases, the clock, the category defaults and the response charges; returns a Check that sets x.rateHeaders.
  * @example const limit = rateLimit({ table: runtime.limiter, leases: runtime.leases, now: runtime.now, defaults: config.defaults, responseCharges: config.responseCharges });
  */
 export function rateLimit(options: RateLimitOptions): Check {

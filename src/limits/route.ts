@@ -6,6 +6,7 @@ import type { Exchange } from "../exchange";
 import type { RouteMatcher } from "../engine/routes";
 
 /**
+ * Needs the compiled routes; returns a step that sets x.route (it never refuses).
  * @example matchRoute(config.routes)(x); x.route?.quota // "store"
  */
 export function matchRoute(routes: RouteMatcher): (x: Exchange) => null {

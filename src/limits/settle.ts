@@ -255,6 +255,7 @@ export function originTargetFor(x: Exchange, base: OriginBase | null): string {
  * The last step: forwards to ORIGIN_URL (its base path joined with the
  * request's collapsed path, then the query; with no ORIGIN_URL, to the zone's
  * own origin) and settles everything after.
+ * Needs the origin base and the forward, request-log and usage options; returns the HTTP pipeline's forward (x to the client's Response).
  * @example const forward = forwardToOrigin({ origin: base, stripCredential: false, maxRequestBytes: 0, requestLog: true, usageMaxPending: 10_000, usageFlushIntervalMs: 60_000 });
  */
 export function forwardToOrigin(options: ForwardOptions): (x: Exchange) => Promise<Response> {

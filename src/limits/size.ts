@@ -21,6 +21,7 @@ export function tooLargeResponse(limit: number, size: number | null): Response {
 }
 
 /**
+ * Needs the request-size bound; returns a Check, or null when unbounded.
  * @example const size = sizeLimit({ maxRequestBytes: 1_000_000 }); // null when unbounded
  */
 export function sizeLimit(options: SizeOptions): Check | null {

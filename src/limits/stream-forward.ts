@@ -28,6 +28,7 @@ export interface StreamForwardOptions extends StreamSessionOptions {
 
 /**
  * Proxies an admitted upgrade to the origin as a WebSocket.
+ * Needs the origin base, the limiter table, the defaults and the rent, request-log and usage options; returns the stream pipeline's forward (x to the 101 Response).
  * @example const forwardStream = forwardWebSocket({ origin: base, stripCredential: false, table, defaults, rentPeriodMs: 60_000, requestLog: true, usageMaxPending: 10_000, usageFlushIntervalMs: 60_000 });
  */
 export function forwardWebSocket(options: StreamForwardOptions): (x: Exchange) => Promise<Response> {

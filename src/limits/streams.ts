@@ -54,6 +54,7 @@ export interface StreamSlotOptions {
  * Takes a stream slot for the caller's credential (`key:<id>`, `jwt:<hex>`,
  * `ip:<address or /64>`), or answers 429 too_many_streams. Runs in the
  * stream pipeline where requests run the in-flight step.
+ * Needs the runtime's stream table and the per-credential bound; returns a Check that sets x.releaseStream.
  * @example const slots = streamSlots({ table: runtime.streams, perCredential: config.streams.perCredential });
  */
 export function streamSlots(options: StreamSlotOptions): Check {
