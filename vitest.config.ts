@@ -17,6 +17,11 @@ export default defineConfig(async () => {
   const migrations = await readD1Migrations("./migrations");
   return {
     test: {
+      // Files run three at a time across all projects. Most of a file's time
+      // is waiting (workerd starting, Durable Object and D1 round trips, the
+      // CLI's child processes, Chromium, the one wrangler dev), so on two
+      // cores three files keep both busy; vitest's default there is one.
+      maxWorkers: 3,
       projects: [
         {
           plugins: [
@@ -37,7 +42,7 @@ export default defineConfig(async () => {
             include: ["test/**/*.test.ts"],
             exclude: ["test/e2e/**", "test/tooling/**"],
             globalSetup: ["./test/global-setup.ts"],
-            setupFiles: ["./test/apply-migrations.ts", "./test/unhandled-rejections.ts"],
+            setupFiles: ["./test/apply-migrations.ts", "./test/unhandled-rejections.ts", "./test/fast-check-seed.ts"],
             testTimeout: 30_000,
             hookTimeout: 30_000,
           },
