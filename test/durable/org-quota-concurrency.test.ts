@@ -30,7 +30,7 @@ for (const seed of [17, 4242]) {
     const tenantQuota = (i: number) => ({ bytes: { hard: i % 2 === 0 ? 1500 : 4000 } });
 
     const samples: Array<{ bytes: number; objects: number }> = [];
-    const outcomes = { committed: 0, released: 0, tenantRefused: 0, orgRefused: 0, dedup: 0, removed: 0 };
+    const outcomes = { committed: 0, released: 0, tenantRefused: 0, orgRefused: 0, removed: 0 };
     const operations = Array.from({ length: OPERATIONS }, () => ({
       tenant: Math.floor(next() * TENANTS),
       name: `n${Math.floor(next() * NAMES_PER_TENANT)}`,
@@ -48,7 +48,6 @@ for (const seed of [17, 4242]) {
         } else {
           const reserved = await reserveUpload(namespaces, { tenant: t.tenant, quota: tenantQuota(op.tenant), org: ref, rawObject: op.name, bytes: op.bytes, nowMs: Date.now() });
           if (reserved.kind === "exceeded") outcomes[reserved.scope === "org" ? "orgRefused" : "tenantRefused"]++;
-          else if (reserved.kind === "dedup") outcomes.dedup++;
           else if (reserved.kind === "reserved") {
             // The origin takes a moment; other calls interleave meanwhile.
             await new Promise((resolve) => setTimeout(resolve, Math.floor(op.bytes / 100)));
