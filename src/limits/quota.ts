@@ -93,7 +93,8 @@ async function reserve(x: Exchange, options: QuotaOptions, bytes: number): Promi
     org: tenant.org,
     rawObject: rawObjectName(x),
     bytes,
-    nowMs: Date.now(),
+    // The runtime's clock: it sets the reservation's expiry (nowMs + reservation_ttl_s).
+    nowMs: x.runtime.now(),
     ttlS: options.reservationTtlS,
     auditWindowS: options.auditWindowS,
     // Shadow mode forwards the upload whatever the answer, so it is counted whatever the answer.
