@@ -121,6 +121,21 @@ describe("failures", () => {
     expect(await stub.usage()).toMatchObject({ reserved_bytes: 0, reservations: 0 });
   });
 
+  it("keeps a forced (shadow-mode) upload held at the tenant when the org cannot be asked, and counts it at both once it commits", async () => {
+    const { tenant, stub } = quotaObject("org-down-forced");
+    const { org, stub: orgStub } = orgObject("down-forced");
+    const ref = { slug: org, quota: { bytes: { hard: 100 } } };
+    silenceErrors();
+    const { ns, calls } = withFaults(null, { method: "admit", times: 2, error: retryable });
+    const r = await reserveUpload(ns, { tenant, quota: {}, org: ref, rawObject: "a", bytes: 10, nowMs: Date.now(), force: true });
+    if (r.kind !== "unavailable" || r.ticket === undefined) throw new Error(`expected unavailable with a ticket, got ${JSON.stringify(r)}`);
+    expect(r.scope).toBe("org");
+    expect(calls).toEqual(["reserve", "admit", "admit"]);
+    expect(await stub.usage()).toMatchObject({ reserved_bytes: 10, reservations: 1 });
+    expect(await settleUpload(ns, r.ticket, { ok: true, nowMs: Date.now() })).toMatchObject({ kind: "committed", deltaBytes: 10 });
+    expect(await orgStub.usage()).toMatchObject({ bytes: 10, reserved_bytes: 0 });
+  });
+
   it("answers unavailable when the commit fails, and still committed when only the org's report fails", async () => {
     const { tenant, stub } = quotaObject("settle");
     const { org, stub: orgStub } = orgObject("settle");
