@@ -19,6 +19,7 @@ import { GlobalLeases } from "./limits/global-leases";
 import { InFlightTable } from "./limits/in-flight";
 import { StreamTable } from "./limits/streams";
 import { UsageMeter } from "./db/usage-meter";
+import { TrafficRecorder } from "./db/traffic-recorder";
 import { UsageTracker } from "./identity/usage-tracker";
 import { compileJwtConfig, type JwtVerifier } from "./identity/jwt-verifier";
 import { log } from "./log/logger";
@@ -58,6 +59,8 @@ export interface Runtime {
   readonly keyUsage: UsageTracker;
   /** Monthly metering per tenant waiting to be written to D1; bounded by usage.max_pending. */
   readonly meter: UsageMeter;
+  /** Requests per minute, tenant and decision, and the callers refused most, waiting to be written to D1. */
+  readonly traffic: TrafficRecorder;
   /** JWT verification (DESIGN §12): its key sets and verified tokens; null when no issuer is configured. */
   readonly jwt: JwtVerifier | null;
   /** The clock every decision reads (Unix ms). Date.now() unless a test gives its own. */
@@ -126,6 +129,7 @@ export function compileRuntime(env: Bindings, options: RuntimeOptions = {}): Run
     tenants: new TenantCache(adminConfig),
     keyUsage: new UsageTracker(),
     meter: new UsageMeter(),
+    traffic: new TrafficRecorder(),
     jwt:
       config?.jwt == null
         ? null

@@ -30,6 +30,7 @@ import type { CostResult } from "../proxy/response-cost-result";
 import { type QuotaSettled, settleQuota } from "./quota";
 import { settleResponseCharge } from "./response-charge";
 import { tooLargeResponse } from "./size";
+import { countTraffic, trafficFlushOptions } from "./traffic";
 
 /**
  * A response body of at most this many bytes, declared in Content-Length,
@@ -207,12 +208,16 @@ class Settlement {
 
 /** Starts the background flushes of key usage and metering when they are due (on most requests neither is: nothing is allocated). */
 export function flushUsage(x: Exchange, nowMs: number, intervalMs: number): void {
-  const { keyUsage, meter } = x.runtime;
-  if (!keyUsage.flushDue(nowMs) && !meter.flushDue(nowMs, intervalMs)) return;
+  const { keyUsage, meter, traffic } = x.runtime;
+  // Every request ends here exactly once (a gateway answer, a settled forward, a stream's end): its traffic count too.
+  if (x.config.traffic.enabled) countTraffic(x, nowMs);
+  const trafficDue = traffic.flushDue(nowMs, intervalMs);
+  if (!keyUsage.flushDue(nowMs) && !meter.flushDue(nowMs, intervalMs) && !trafficDue) return;
   const db = () => database(x.env.DB);
   const later = (work: Promise<unknown>) => keepAlive(x.ctx, work);
   keyUsage.maybeFlush(db, nowMs, intervalMs, later);
   meter.maybeFlush(db, nowMs, intervalMs, later);
+  if (trafficDue) traffic.maybeFlush(db, nowMs, intervalMs, trafficFlushOptions(x), later);
 }
 
 const NO_HEADERS: readonly Header[] = Object.freeze([]);
