@@ -253,6 +253,8 @@ export interface Config {
   readonly alertWebhookUrl: string | null;
   /** Named origins: a base URL or a service binding (checked against the Worker's bindings by the runtime). */
   readonly origins: Readonly<Record<string, OriginSpec>>;
+  /** Each route as `METHOD /path` (`* /path` for any method), by route index: the Analytics Engine's route blob. */
+  readonly routePatterns: readonly string[];
   /** Each route's `origin` by route index; null where a route uses the default (ORIGIN_URL). */
   readonly routeOrigins: readonly (string | null)[];
 }
@@ -350,6 +352,7 @@ export function parseConfig(raw: unknown): ConfigResult {
       streams: { rentPeriodMs: c.streams.rent_period_s * 1000, perCredential: c.streams.per_credential },
       origins,
       routeOrigins,
+      routePatterns: (c.routes as { method?: string; path: string }[]).map((route) => `${route.method?.toUpperCase() ?? "*"} ${route.path}`),
       traffic: { enabled: c.traffic.enabled, retentionMs: c.traffic.retention_days * 86_400_000 },
       alertWebhookUrl: c.alerts.webhook_url ?? null,
     },
