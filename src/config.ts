@@ -68,6 +68,8 @@ export const MAX_STREAMS_PER_CREDENTIAL = 10_000;
 export const DEFAULT_TRAFFIC_ENABLED = true;
 export const DEFAULT_TRAFFIC_RETENTION_DAYS = 7;
 export const MAX_TRAFFIC_RETENTION_DAYS = 90;
+/** The first retry of an alert waits this long; each next one twice as long, at most an hour. */
+export const DEFAULT_ALERT_RETRY_BASE_S = 30;
 
 /** Null when `value` may receive alerts: https, or http to a loopback host (development); never credentials or a fragment. */
 export function webhookUrlError(value: string): string | null {
@@ -199,8 +201,9 @@ export const configSchema = z.strictObject({
         .max(2048, "must be at most 2048 characters")
         .refine((value) => webhookUrlError(value) === null, { message: "must be an https:// URL (http:// only to a loopback address, for development), without credentials or a fragment" })
         .optional(),
+      retry_base_s: z.number().int("must be a whole number of seconds").min(1, "must be >= 1").max(3600, "must be <= 3600").default(DEFAULT_ALERT_RETRY_BASE_S),
     })
-    .default({}),
+    .default({ retry_base_s: DEFAULT_ALERT_RETRY_BASE_S }),
   // Named origins a route may send to (`origin` on the route); ORIGIN_URL stays the default.
   origins: z
     .record(
@@ -251,6 +254,8 @@ export interface Config {
   readonly traffic: { readonly enabled: boolean; readonly retentionMs: number };
   /** Where alerts go (the ALERTS queue delivers them), or null: nothing is queued. */
   readonly alertWebhookUrl: string | null;
+  /** Seconds before an alert's first retry (then doubling, at most an hour). */
+  readonly alertRetryBaseS: number;
   /** Named origins: a base URL or a service binding (checked against the Worker's bindings by the runtime). */
   readonly origins: Readonly<Record<string, OriginSpec>>;
   /** Each route as `METHOD /path` (`* /path` for any method), by route index: the Analytics Engine's route blob. */
@@ -355,6 +360,7 @@ export function parseConfig(raw: unknown): ConfigResult {
       routePatterns: (c.routes as { method?: string; path: string }[]).map((route) => `${route.method?.toUpperCase() ?? "*"} ${route.path}`),
       traffic: { enabled: c.traffic.enabled, retentionMs: c.traffic.retention_days * 86_400_000 },
       alertWebhookUrl: c.alerts.webhook_url ?? null,
+      alertRetryBaseS: c.alerts.retry_base_s,
     },
   };
 }

@@ -17,7 +17,7 @@ import { registerOverrideRoutes } from "./overrides";
 import { registerReconcileRoutes } from "./reconcile";
 import { StorageUnavailable, storageUnavailable } from "./storage";
 import { registerTenantRoutes } from "./tenants";
-import { registerTrafficRoutes } from "./traffic";
+import { registerAlertRoutes, registerTrafficRoutes } from "./traffic";
 import { registerUsageRoutes } from "./usage";
 
 export function createAdminApp(): Hono<AdminEnv> {
@@ -34,6 +34,7 @@ export function createAdminApp(): Hono<AdminEnv> {
   registerExportRoutes(admin);
   registerAuditRoutes(admin);
   registerTrafficRoutes(admin);
+  registerAlertRoutes(admin);
   registerOpenApiRoute(admin);
   admin.all("*", () => problem("not_found", { detail: "No such admin path or method." }));
   admin.onError((err) => {

@@ -7,6 +7,7 @@ import type { Context, Hono } from "hono";
 import { z } from "zod";
 import { database } from "../db/client";
 import { topRefused, trafficSeries } from "../db/traffic";
+import { recentAlerts } from "../db/alerts";
 import { MINUTE_MS } from "../engine/traffic-counts";
 import { trafficFlushOptionsFor } from "../limits/traffic";
 import type { AdminEnv } from "./admin-env";
@@ -88,4 +89,36 @@ async function flushThisIsolate(c: Context<AdminEnv>): Promise<void> {
   const config = runtime.config;
   if (config === null || !config.traffic.enabled) return;
   await runtime.traffic.flushNow(database(c.env.DB), runtime.now(), trafficFlushOptionsFor(runtime, c.env, config.traffic.retentionMs));
+}
+
+export const DEFAULT_ALERTS_PAGE = 50;
+export const MAX_ALERTS_PAGE = 200;
+
+const alertsQuerySchema = z.strictObject({
+  limit: z
+    .string()
+    .regex(/^[1-9][0-9]{0,2}$/, "must be a whole number")
+    .transform(Number)
+    .pipe(z.number().max(MAX_ALERTS_PAGE, `must be <= ${MAX_ALERTS_PAGE}`))
+    .optional(),
+});
+
+/** GET /alerts: the newest alerts with their delivery state and every attempt. */
+export function registerAlertRoutes(app: Hono<AdminEnv>): void {
+  app.get("/alerts", async (c) => {
+    const query = validate(alertsQuerySchema, c.req.query(), "");
+    if (!query.ok) return query.response;
+    const rows = await stored(() => recentAlerts(database(c.env.DB), query.value.limit ?? DEFAULT_ALERTS_PAGE));
+    return c.json({
+      alerts: rows.map((row) => ({
+        id: row.id,
+        type: row.type,
+        at: new Date(row.atMs).toISOString(),
+        tenant: row.tenant,
+        state: row.state,
+        attempts: row.attemptList.map((a) => ({ attempt: a.attempt, at: new Date(a.atMs).toISOString(), outcome: a.outcome, status: a.status })),
+        body: JSON.parse(row.body) as unknown,
+      })),
+    });
+  });
 }

@@ -32,6 +32,7 @@ import { settleResponseCharge } from "./response-charge";
 import { tooLargeResponse } from "./size";
 import { countTraffic, trafficFlushOptions } from "./traffic";
 import { writeAnalytics } from "./analytics";
+import { raiseRequestAlerts } from "../alerts/raise";
 
 /**
  * A response body of at most this many bytes, declared in Content-Length,
@@ -213,6 +214,7 @@ export function flushUsage(x: Exchange, nowMs: number, intervalMs: number, statu
   // Every request ends here exactly once (a gateway answer, a settled forward, a stream's end): its traffic count and data point too.
   if (x.config.traffic.enabled) countTraffic(x, nowMs);
   writeAnalytics(x, status, bytesOut, nowMs);
+  raiseRequestAlerts(x, nowMs);
   const trafficDue = traffic.flushDue(nowMs, intervalMs);
   if (!keyUsage.flushDue(nowMs) && !meter.flushDue(nowMs, intervalMs) && !trafficDue) return;
   const db = () => database(x.env.DB);
