@@ -1,11 +1,13 @@
 // The layers of src/, as rules `npm run lint:deps` checks (src/README.md draws
 // them). Imports flow one way, from the top down:
 //
-//   index.ts, app.ts            the Worker, the Hono app for health and admin
+//   index.ts, app.ts            the Worker, the Hono app for health and admin;
+//   alerts/deliver.ts           the alerts queue's handler
 //   admin/, console/serve.ts    the admin API and the console's assets
 //   runtime.ts                  one runtime per config: builds the tables, caches and the gateway
 //   gateway.ts                  the data plane: the steps in order
 //   limits/, log/               the steps, and the request-log lines they write
+//   alerts/ (but deliver.ts)    alerts a step raises (a queue send)
 //   cache/, identity/           per-isolate caches; who is asking
 //   exchange.ts, config.ts      what one request carries; the parsed config
 //   proxy/                      the origin request and response
@@ -17,8 +19,8 @@
 // `import type` that TypeScript would erase is still an edge here.
 "use strict";
 
-/** Files that sit above the steps: nothing below may name them. */
-const TOP = "^src/(index|app|runtime|gateway)\\.ts$|^src/(admin|console|cli)/";
+/** Files that sit above the steps: nothing below may name them. alerts/deliver.ts is the queue's handler, beside app.ts. */
+const TOP = "^src/(index|app|runtime|gateway)\\.ts$|^src/(admin|console|cli)/|^src/alerts/deliver\\.ts$";
 
 module.exports = {
   forbidden: [
@@ -62,20 +64,27 @@ module.exports = {
       severity: "error",
       comment: "proxy/ builds the origin request and reads its response: it names no request state (exchange.ts, config.ts) nor anything above.",
       from: { path: "^src/proxy/" },
-      to: { path: `${TOP}|^src/(limits|cache|identity)/|^src/log/(?!logger\\.ts$)|^src/(exchange|config)\\.ts$` },
+      to: { path: `${TOP}|^src/(limits|alerts|cache|identity)/|^src/log/(?!logger\\.ts$)|^src/(exchange|config)\\.ts$` },
     },
     {
       name: "exchange-and-config-are-low",
       severity: "error",
       comment: "The types every layer shares (exchange.ts) and the config name nothing of the steps, caches or runtime above them.",
       from: { path: "^src/(exchange|config)\\.ts$" },
-      to: { path: `${TOP}|^src/(limits|cache)/|^src/log/(?!logger\\.ts$)` },
+      to: { path: `${TOP}|^src/(limits|alerts|cache)/|^src/log/(?!logger\\.ts$)` },
     },
     {
       name: "cache-and-identity-below-limits",
       severity: "error",
-      comment: "cache/ and identity/ never import limits/, the request log, the gateway or the runtime.",
+      comment: "cache/ and identity/ never import limits/, alerts/, the request log, the gateway or the runtime.",
       from: { path: "^src/(cache|identity)/" },
+      to: { path: `${TOP}|^src/(limits|alerts)/|^src/log/(?!logger\\.ts$)` },
+    },
+    {
+      name: "alerts-below-limits",
+      severity: "error",
+      comment: "The steps raise alerts: alerts/ never names a step, the request log, the gateway or the runtime.",
+      from: { path: "^src/alerts/", pathNot: "^src/alerts/deliver\\.ts$" },
       to: { path: `${TOP}|^src/limits/|^src/log/(?!logger\\.ts$)` },
     },
     {

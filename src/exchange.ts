@@ -12,6 +12,7 @@
 // src/runtime.ts's Runtime has them all.
 import type { Config } from "./config";
 import type { Db } from "./db/client";
+import type { TrafficRecorder } from "./db/traffic-recorder";
 import type { UsageMeter } from "./db/usage-meter";
 import type { LedgerNamespace } from "./durable/ledger-client";
 import type { OrgQuotaRef, UploadTicket } from "./durable/quota-client";
@@ -97,6 +98,12 @@ export interface ExchangeRuntime {
   readonly limiter: LimiterTable;
   /** Monthly metering per tenant (src/db/usage-meter.ts). */
   readonly meter: UsageMeter;
+  /** Requests per minute, tenant and decision (src/db/traffic-recorder.ts). */
+  readonly traffic: TrafficRecorder;
+  /** Alerts raised lately by this isolate (src/alerts/raise.ts): true the first time a key is seen in a period. */
+  readonly alertOnce: {
+    first(key: string, nowMs: number, periodMs: number): boolean;
+  };
   /** Key usage waiting for D1 (src/identity/usage-tracker.ts). */
   readonly keyUsage: {
     recordKeyUse(keyId: string, address: string, atMs: number, maxPending: number, intervalMs: number): void;
@@ -163,6 +170,8 @@ export class Exchange {
   readonly declaredBytes: number | null;
   /** A global limit's ledger could not answer and `global.on_error` decided instead (the request log says so). */
   ledgerError = false;
+  /** The id of the operator's block that refused this request (a `block.hit` alert names it), or null. */
+  blockId: number | null = null;
 
   constructor(request: Request, env: Bindings, ctx: Background | null, runtime: ExchangeRuntime, config: Config, path: string, search: string, declaredBytes: number | null, nowMs: number) {
     this.request = request;

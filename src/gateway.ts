@@ -28,6 +28,7 @@ import { clientAddress } from "./identity/client-step";
 import type { CredentialVerifier } from "./identity/credential";
 import { declaredLength } from "./proxy/content-length";
 import type { OriginBaseResult } from "./proxy/origin-url";
+import type { UpstreamsResult } from "./proxy/upstream";
 import { normalisePath, splitUrl } from "./proxy/request-path";
 import { problem } from "./errors";
 import { errorName, log } from "./log/logger";
@@ -43,6 +44,8 @@ export interface GatewayRuntime extends ExchangeRuntime, CredentialVerifier {
   readonly config: Config | null;
   readonly configError: { readonly field: string; readonly message: string } | null;
   readonly origin: OriginBaseResult;
+  /** Where admitted requests go; null while the config or ORIGIN_URL is invalid. */
+  readonly upstreams: UpstreamsResult | null;
   readonly keyCheck: CredentialVerifier["keyCheck"];
   readonly leases: GlobalLeases;
   readonly policy: PolicyCache;
@@ -64,17 +67,18 @@ function invalidPath(): Response {
 }
 
 /** What is wrong with the configuration, TOLLGATE first, then ORIGIN_URL; null when both are valid (the gateway's 500 and health say the same). */
-export function configFault(runtime: Pick<GatewayRuntime, "configError" | "origin">): { readonly field: string; readonly message: string } | null {
+export function configFault(runtime: Pick<GatewayRuntime, "configError" | "origin" | "upstreams">): { readonly field: string; readonly message: string } | null {
   if (runtime.configError !== null) return runtime.configError;
   if (!runtime.origin.ok) return { field: "ORIGIN_URL", message: runtime.origin.message };
+  if (runtime.upstreams !== null && !runtime.upstreams.ok) return { field: runtime.upstreams.field, message: runtime.upstreams.message };
   return null;
 }
 
 /** Compiles the data plane from a runtime's parts: the gateway handler, or one that answers config_invalid when the config or origin is invalid. */
 export function compileGateway(runtime: GatewayRuntime): GatewayHandler {
   const config = runtime.config;
-  const origin = runtime.origin;
-  if (config === null || !origin.ok) {
+  const upstreams = runtime.upstreams;
+  if (config === null || upstreams === null || !upstreams.ok) {
     const { field, message } = configFault(runtime) ?? { field: "TOLLGATE", message: "is invalid" };
     return async () => problem("config_invalid", { detail: `The gateway configuration is invalid at ${field}: ${message}.`, extras: { field } });
   }
@@ -98,7 +102,7 @@ export function compileGateway(runtime: GatewayRuntime): GatewayHandler {
   add(sizeLimit({ maxRequestBytes: config.maxRequestBytes }));
   add(quotaCheck({ reservationTtlS: config.reservationTtlS, auditWindowS: config.auditWindowMs / 1000 }));
   const forward = forwardToOrigin({
-    origin: origin.base,
+    upstreams: upstreams.upstreams,
     stripCredential: config.stripCredential,
     maxRequestBytes: config.maxRequestBytes,
     requestLog: config.requestLog,
@@ -109,7 +113,7 @@ export function compileGateway(runtime: GatewayRuntime): GatewayHandler {
   const streams: Pipeline = {
     checks: streamChecks,
     forward: forwardWebSocket({
-      origin: origin.base,
+      upstreams: upstreams.upstreams,
       stripCredential: config.stripCredential,
       table: runtime.limiter,
       defaults: config.defaults,
@@ -128,7 +132,7 @@ export function compileGateway(runtime: GatewayRuntime): GatewayHandler {
     const out = withHeaders(response, extraHeaders(x, null));
     const nowMs = runtime.now();
     if (config!.requestLog) log.raw(requestLogLine(x, out.status, declaredLength(out.headers), nowMs));
-    flushUsage(x, nowMs, config!.usageFlushIntervalMs);
+    flushUsage(x, nowMs, config!.usageFlushIntervalMs, out.status, declaredLength(out.headers));
     return out;
   }
 
