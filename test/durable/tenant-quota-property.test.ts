@@ -319,6 +319,10 @@ it("keeps usage equal to the owner rows and to what the origin holds, never nega
       expect(byKind.reservation_expired ?? 0).toBe(m.expired);
       expect(byKind.reservation_late_commit ?? 0).toBe(m.late);
     }),
-    { numRuns: 60 },
+    // 30 runs from the suite's fixed seed (test/fast-check-seed.ts): planted bugs
+    // — an overwrite counted whole, a remove that keeps its object, a hard quota
+    // off by one, a remove of an unknown object not remembered — fail after 1 to
+    // 5 runs, so 30 keeps a sixfold margin (60 ran before, ~40 s of the suite).
+    { numRuns: 30 },
   );
 }, 120_000);
