@@ -10,6 +10,7 @@ import { type CidrSet, parseCidrs } from "./engine/cidr";
 import { compileLimits, type Limit, limitError, type LimitScope } from "./engine/limit";
 import type { CategoryDefaults, SubjectKind } from "./engine/resolve-limits";
 import { compileRoutes, type RouteMatcher, routeSpecError } from "./engine/routes";
+import { HEADER_VERSIONS, type HeaderVersion } from "./engine/rate-limit-headers";
 import { type JwtConfig, jwtConfigSchema } from "./identity/jwt-config";
 import { parseResponseCharge, type ResponseCharge } from "./proxy/response-cost-spec";
 
@@ -36,6 +37,8 @@ export const DEFAULT_RESERVATION_TTL_S = 900;
 export const DEFAULT_AUDIT_THRESHOLD_REJECTIONS = 100;
 export const DEFAULT_AUDIT_WINDOW_S = 60;
 export const DEFAULT_REQUEST_LOG = true;
+/** The ratelimit-headers draft the RateLimit fields follow. */
+export const DEFAULT_RATE_LIMIT_HEADERS: HeaderVersion = "draft-11";
 /** The scope of a limit that does not name one (DESIGN §11). */
 export const DEFAULT_LIMIT_SCOPE: LimitScope = "isolate";
 /** Global limits: L = max_overshoot × W, at least min_lease_ms; on_error is what happens while the ledger cannot answer. */
@@ -157,6 +160,7 @@ export const configSchema = z.strictObject({
     })
     .default({ threshold_rejections: DEFAULT_AUDIT_THRESHOLD_REJECTIONS, window_s: DEFAULT_AUDIT_WINDOW_S }),
   request_log: z.boolean().default(DEFAULT_REQUEST_LOG),
+  rate_limit_headers: z.enum(HEADER_VERSIONS as [HeaderVersion, ...HeaderVersion[]], 'must be "draft-11" or "draft-12"').default(DEFAULT_RATE_LIMIT_HEADERS),
   jwt: jwtConfigSchema.optional(),
   streams: z
     .strictObject({
@@ -198,6 +202,8 @@ export interface Config {
   readonly auditThresholdRejections: number;
   readonly auditWindowMs: number;
   readonly requestLog: boolean;
+  /** The ratelimit-headers draft the RateLimit fields follow. */
+  readonly rateLimitHeaders: HeaderVersion;
   /** The JWT issuers (DESIGN §12), or null when JWTs are not accepted. */
   readonly jwt: JwtConfig | null;
   /** ISO country codes refused 403 blocked (request.cf.country). */
@@ -280,6 +286,7 @@ export function parseConfig(raw: unknown): ConfigResult {
       auditThresholdRejections: c.audit.threshold_rejections,
       auditWindowMs: c.audit.window_s * 1000,
       requestLog: c.request_log,
+      rateLimitHeaders: c.rate_limit_headers,
       jwt: c.jwt ?? null,
       blockedCountries: new Set(c.blocked_countries),
       streams: { rentPeriodMs: c.streams.rent_period_s * 1000, perCredential: c.streams.per_credential },

@@ -110,7 +110,14 @@ export class Exchange {
   /** A delete on a `release` route, recorded once the origin answered 2xx. */
   removal: Removal | null = null;
   /** A response-priced route's reserve, admitted and kept to settle once the origin has answered (DESIGN §14). */
-  priced: { readonly charge: ResponseCharge; readonly reserved: readonly Charge[]; readonly tightest: HeaderFigures | null } | null = null;
+  priced: {
+    readonly charge: ResponseCharge;
+    readonly reserved: readonly Charge[];
+    readonly tightest: HeaderFigures | null;
+    /** Every charge of the request (the RateLimit headers list them all); the reserve's start at reserveFrom. */
+    readonly charges: readonly Charge[];
+    readonly reserveFrom: number;
+  } | null = null;
   /** The declared body size (Content-Length), or null. */
   readonly declaredBytes: number | null;
   /** A global limit's ledger could not answer and `global.on_error` decided instead (the request log says so). */

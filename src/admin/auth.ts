@@ -71,7 +71,7 @@ export function adminAuth(): MiddlewareHandler<AdminEnv> {
       { subject: `admin:${toHex(outcome.digest).slice(0, SUBJECT_DIGEST_CHARS)}`, category: "admin", limits: resolveLimits("admin", "admin", { defaults: config.defaults }), cost: 1 },
     ];
     const decision = admit(runtime.limiter, charges, nowMs);
-    if (!decision.allowed) return rateLimitedResponse(decision, charges);
+    if (!decision.allowed) return rateLimitedResponse(decision, charges, config.rateLimitHeaders);
 
     const method = c.req.method;
     if (role === "auditor" && method !== "GET" && method !== "HEAD") {

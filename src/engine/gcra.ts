@@ -45,6 +45,14 @@ export interface Decision {
   readonly deniedChargeIndex: number;
   /** Denied: that limit. Allowed: the limit with the least remaining (ties: longest reset, then first). Null when nothing was metered. */
   readonly tightest: HeaderFigures | null;
+  /** Denied: every limit the spend did not fit (the 429's `violated-policies`); absent means only `tightest`'s. */
+  readonly violated?: readonly PolicyRef[];
+}
+
+/** A limit of one charge: charges[chargeIndex], one of its limits. */
+export interface PolicyRef {
+  readonly chargeIndex: number;
+  readonly limit: Limit;
 }
 
 const ALLOWED_UNMETERED: Decision = Object.freeze({ allowed: true, retryAfterMs: 0, deniedChargeIndex: -1, tightest: null });
@@ -97,6 +105,7 @@ function admitOne(table: LimiterTable, charge: Charge, limit: Limit, t: number, 
       retryAfterMs: ceilDiv(delayUnits, unitsPerMs),
       deniedChargeIndex: 0,
       tightest: { chargeIndex: 0, limit, remaining: remainingOf(limit, dUnits), resetMs: ceilDiv(dUnits, unitsPerMs) },
+      violated: [{ chargeIndex: 0, limit }],
     };
   }
   const x = cost * limit.intervalRemUnits - preDeficit;
@@ -155,6 +164,8 @@ function decide(table: LimiterTable, charges: readonly Charge[], nowMs: number, 
   let retryAfterMs = 0;
   let deniedChargeIndex = -1;
   let worstEntry = -1;
+  // Entries some spend did not fit (allocated only for a denial).
+  let violated: number[] | null = null;
 
   for (let c = 0; c < charges.length; c++) {
     const charge = charges[c]!;
@@ -198,6 +209,8 @@ function decide(table: LimiterTable, charges: readonly Charge[], nowMs: number, 
         pRelUnits[entry] = afterUnits;
       } else {
         pRelUnits[entry] = dUnits;
+        if (violated === null) violated = [entry];
+        else if (!violated.includes(entry)) violated.push(entry);
         const delayMs = ceilDiv(delayUnits, limit.unitsPerMs);
         if (delayMs > retryAfterMs) {
           retryAfterMs = delayMs;
@@ -217,6 +230,7 @@ function decide(table: LimiterTable, charges: readonly Charge[], nowMs: number, 
       retryAfterMs,
       deniedChargeIndex,
       tightest: { chargeIndex: deniedChargeIndex, limit, remaining: remainingOf(limit, relUnits), resetMs: ceilDiv(relUnits, limit.unitsPerMs) },
+      violated: violated!.map((e) => ({ chargeIndex: pChargeIndex[e]!, limit: charges[pChargeIndex[e]!]!.limits[pLimitIndex[e]!]! })),
     };
   }
 

@@ -14,7 +14,7 @@ import type { Caller, Exchange } from "../context";
 import { admit, type Charge, type Decision } from "../engine/gcra";
 import type { LeaseGroup, Short } from "../engine/lease-types";
 import type { LimiterTable } from "../engine/limiter-table";
-import { rateLimitHeaders } from "../engine/rate-limit-headers";
+import { type HeaderVersion, rateLimitHeaders } from "../engine/rate-limit-headers";
 import { type CategoryDefaults, type LimitSources, resolveLimits, type SubjectKind } from "../engine/resolve-limits";
 import type { RouteMatch } from "../engine/routes";
 import { problem } from "../errors";
@@ -91,6 +91,8 @@ export interface RateLimitOptions {
   readonly defaults: CategoryDefaults;
   /** Each route's response_charge, by route index. */
   readonly responseCharges: readonly (ResponseCharge | null)[];
+  /** The ratelimit-headers draft the answers follow (default draft-11). */
+  readonly headerVersion?: HeaderVersion;
 }
 
 /** Waits for the ledger's answer to every short group (one flight each, shared), the request's needs counted in the asks. */
@@ -113,19 +115,20 @@ async function waitForLedger(leases: GlobalLeases, x: Exchange, shorts: Readonly
  */
 export function rateLimit(options: RateLimitOptions): Check {
   const { table, leases, now, defaults, responseCharges } = options;
+  const version = options.headerVersion ?? "draft-11";
 
   /** The answer for a decision: the refusal, or null with the headers (and a response-priced reserve) recorded. */
   function conclude(x: Exchange, decision: Decision, charges: readonly Charge[], reserveFrom: number, responseCharge: ResponseCharge | null, nowMs: number): CheckResult {
     if (!decision.allowed) {
       const denied = charges[decision.deniedChargeIndex];
       if (denied !== undefined) noteRefusal(x, rateLimitRejections, "rate_limit_sustained", auditedSubject(x.caller, denied.subject), denied.category, nowMs);
-      const refused = x.refuse("rate_limited", rateLimitedResponse(decision, charges));
+      const refused = x.refuse("rate_limited", rateLimitedResponse(decision, charges, version));
       if (refused !== null) return refused;
     } else if (responseCharge !== null) {
       // The reserve's charges are the last ones: kept to settle against the same limits once the origin has answered.
-      x.priced = { charge: responseCharge, reserved: charges.slice(reserveFrom), tightest: decision.tightest };
+      x.priced = { charge: responseCharge, reserved: charges.slice(reserveFrom), tightest: decision.tightest, charges, reserveFrom };
     }
-    x.rateHeaders = rateLimitHeaders(decision, charges);
+    x.rateHeaders = rateLimitHeaders(decision, charges, version);
     return null;
   }
 
