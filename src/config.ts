@@ -11,6 +11,7 @@ import { compileLimits, type Limit, limitError, type LimitScope } from "./engine
 import type { CategoryDefaults, SubjectKind } from "./engine/resolve-limits";
 import { compileRoutes, type RouteMatcher, routeSpecError } from "./engine/routes";
 import { HEADER_VERSIONS, type HeaderVersion } from "./engine/rate-limit-headers";
+import { parseStatusSet } from "./engine/status-match";
 import { type JwtConfig, jwtConfigSchema } from "./identity/jwt-config";
 import { parseResponseCharge, type ResponseCharge } from "./proxy/response-cost-spec";
 
@@ -93,6 +94,15 @@ const categorySchema = z.strictObject({
 });
 
 const routeSchema = z.unknown().superRefine((value, ctx) => {
+  const statuses = (value as { charge_on_status?: unknown } | null)?.charge_on_status;
+  if (statuses !== undefined) {
+    // Named down to the entry at fault: routes.0.charge_on_status.1.
+    const parsed = parseStatusSet(statuses);
+    if (!parsed.ok) {
+      ctx.addIssue({ code: "custom", message: parsed.message, path: parsed.index === null ? ["charge_on_status"] : ["charge_on_status", parsed.index] });
+      return;
+    }
+  }
   const reason = routeSpecError(value);
   if (reason !== null) {
     ctx.addIssue({ code: "custom", message: reason });

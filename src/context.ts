@@ -14,6 +14,7 @@ import type { KeyLimits, TenantLimits } from "./engine/resolve-limits";
 import type { RouteMatch } from "./engine/routes";
 import type { ProblemCode } from "./errors";
 import type { Removal, UploadReservation } from "./limits/quota";
+import type { StatusCharge } from "./limits/status-charge";
 import type { Runtime } from "./runtime";
 import type { Background } from "./utils/wait-until";
 
@@ -118,6 +119,8 @@ export class Exchange {
     readonly charges: readonly Charge[];
     readonly reserveFrom: number;
   } | null = null;
+  /** A `charge_on_status` route's charges, checked but not taken: settled once the origin's status is known. */
+  statusCharge: StatusCharge | null = null;
   /** The declared body size (Content-Length), or null. */
   readonly declaredBytes: number | null;
   /** A global limit's ledger could not answer and `global.on_error` decided instead (the request log says so). */

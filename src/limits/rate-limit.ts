@@ -11,7 +11,7 @@
 // the ledger (single flight) and is decided again, up to MAX_ASK_ROUNDS times.
 import { rateLimitRejections } from "../cache/rejection-counter";
 import type { Caller, Exchange } from "../context";
-import { admit, type Charge, type Decision } from "../engine/gcra";
+import { admit, type Charge, type Decision, wouldAdmit } from "../engine/gcra";
 import type { LeaseGroup, Short } from "../engine/lease-types";
 import type { LimiterTable } from "../engine/limiter-table";
 import { type HeaderVersion, rateLimitHeaders } from "../engine/rate-limit-headers";
@@ -68,11 +68,15 @@ function addCharges(charges: Charge[], subjects: readonly ChargedSubject[], cate
   for (const { kind, subject, sources } of subjects) charges.push({ subject, category, limits: resolveLimits(category, kind, sources), cost });
 }
 
-/** Every (subject, category, limits, cost) this request is charged, the reserve of `responseCharge` included. */
-export function chargesFor(subjects: readonly ChargedSubject[], route: RouteMatch | null, responseCharge: ResponseCharge | null = null): Charge[] {
+/**
+ * Every (subject, category, limits, cost) this request is charged, the
+ * reserve of `responseCharge` included; without the route's own charges when
+ * `routeCharges` is false (a charge_on_status route takes them later).
+ */
+export function chargesFor(subjects: readonly ChargedSubject[], route: RouteMatch | null, responseCharge: ResponseCharge | null = null, routeCharges = true): Charge[] {
   const charges: Charge[] = [];
   addCharges(charges, subjects, REQUEST_CATEGORY, 1);
-  if (route !== null) for (const [category, cost] of route.charges) addCharges(charges, subjects, category, cost);
+  if (route !== null && routeCharges) for (const [category, cost] of route.charges) addCharges(charges, subjects, category, cost);
   if (responseCharge !== null) addCharges(charges, subjects, responseCharge.category, responseCharge.reserve);
   return charges;
 }
@@ -128,7 +132,12 @@ export function rateLimit(options: RateLimitOptions): Check {
       // The reserve's charges are the last ones: kept to settle against the same limits once the origin has answered.
       x.priced = { charge: responseCharge, reserved: charges.slice(reserveFrom), tightest: decision.tightest, charges, reserveFrom };
     }
-    x.rateHeaders = rateLimitHeaders(decision, charges, version);
+    const pending = x.statusCharge;
+    if (pending !== null) {
+      // The deferred charges are listed among the request's policies; the tightest is the admission's until they are taken.
+      x.statusCharge = { ...pending, admitted: charges, tightest: decision.tightest };
+      x.rateHeaders = decision.allowed ? rateLimitHeaders(decision, [...charges, ...pending.deferred], version) : rateLimitHeaders(decision, charges, version);
+    } else x.rateHeaders = rateLimitHeaders(decision, charges, version);
     return null;
   }
 
@@ -164,11 +173,23 @@ export function rateLimit(options: RateLimitOptions): Check {
     // A WebSocket upgrade has no answer to price: its route's response_charge does not apply.
     const responseCharge = route === null || x.upgrade ? null : (responseCharges[route.index] ?? null);
     const subjects = chargedSubjects(x.caller, defaults);
-    const charges = chargesFor(subjects, route, responseCharge);
+    const nowMs = x.startedAtMs;
+    // charge_on_status: the route's charges must fit now (nothing is taken); they are taken once the origin's status matches.
+    const statuses = route === null || x.upgrade || route.charges.length === 0 ? null : route.chargeOnStatus;
+    if (statuses != null) {
+      const deferred: Charge[] = [];
+      for (const [category, cost] of route!.charges) addCharges(deferred, subjects, category, cost);
+      const peek = wouldAdmit(table, deferred, nowMs);
+      if (!peek.allowed) {
+        const refused = conclude(x, peek, deferred, deferred.length, null, nowMs);
+        if (refused !== null) return refused;
+      }
+      x.statusCharge = { statuses, deferred, admitted: [], tightest: null };
+    }
+    const charges = chargesFor(subjects, route, responseCharge, statuses == null);
     const reserveFrom = charges.length - subjects.length;
     // A WebSocket open also prepays its first period of stream rent (DESIGN §13), in the same all-or-nothing admission.
     if (x.upgrade) addOpenRent(charges, subjects);
-    const nowMs = x.startedAtMs;
     const plan = planGlobal(leases, charges, nowMs);
     if (plan === null) return conclude(x, admit(table, charges, nowMs), charges, reserveFrom, responseCharge, nowMs);
     leases.returnDue(x.env.LIMIT_LEDGER, x.ctx, nowMs);

@@ -29,6 +29,7 @@ import { priceResponse } from "../proxy/response-cost";
 import type { CostResult } from "../proxy/response-cost-result";
 import { type QuotaSettled, settleQuota } from "./quota";
 import { settleResponseCharge } from "./response-charge";
+import { settleStatusCharge } from "./status-charge";
 import { tooLargeResponse } from "./size";
 
 /**
@@ -139,6 +140,11 @@ class Settlement {
         const settled = settle(priced.known);
         if (settled !== null) x.rateHeaders = settled;
       } else costSettled = priced.cost.then((result) => void settle(result));
+    }
+    if (x.statusCharge !== null) {
+      // charge_on_status: taken now that the status is known, before the answer is built (its headers include it).
+      const settled = settleStatusCharge(x, origin.status, x.runtime.now());
+      if (settled !== null) x.rateHeaders = settled;
     }
     this.#body = body;
     const bytesOut = declaredLength(origin.headers);
