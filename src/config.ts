@@ -31,6 +31,10 @@ export const DEFAULT_IN_FLIGHT_BUDGET = 4096;
 export const DEFAULT_CREDENTIAL_SHARE = 0.25;
 export const DEFAULT_TENANT_SHARE = 0.5;
 export const DEFAULT_LIMITER_MAX_MEMORY_MIB = 16;
+/** Requests held at once per isolate instead of refused (a limit's delay_max_ms). */
+export const DEFAULT_LIMITER_MAX_DELAYED = 1000;
+/** A held request costs a timer and its Exchange (docs/performance.md); more than this is a queue, not a delay. */
+export const MAX_LIMITER_MAX_DELAYED = 100_000;
 export const DEFAULT_USAGE_FLUSH_INTERVAL_S = 60;
 /** Distinct keys (or tenant-month metrics) held between flushes before new ones are dropped and counted. */
 export const DEFAULT_USAGE_MAX_PENDING = 10_000;
@@ -75,7 +79,7 @@ const CATEGORY_NAME = /^[a-z][a-z0-9_]{0,31}$/;
 // agree on what is valid (a count of 0 is invalid, not "deny").
 const limitSchema = z.unknown().superRefine((value, ctx) => {
   const reason = limitError(value);
-  if (reason !== null) ctx.addIssue({ code: "custom", message: reason });
+  if (reason !== null) ctx.addIssue({ code: "custom", message: reason, path: reason.startsWith("delay_max_ms ") ? ["delay_max_ms"] : [] });
 });
 const limitListSchema = z.array(limitSchema).max(3, "at most 3 limits per list");
 // The admin token's and the auth-failure gate's limits are charged before the
@@ -147,8 +151,9 @@ export const configSchema = z.strictObject({
     .strictObject({
       max_memory_mib: z.number().min(1, "must be >= 1").max(MAX_LIMITER_MEMORY_MIB, `must be <= ${MAX_LIMITER_MEMORY_MIB} (an isolate has 128 MB)`).default(DEFAULT_LIMITER_MAX_MEMORY_MIB),
       default_scope: z.enum(["isolate", "global"], 'must be "isolate" or "global"').default(DEFAULT_LIMIT_SCOPE),
+      max_delayed: z.number().int("must be a whole number").min(0, "must be >= 0").max(MAX_LIMITER_MAX_DELAYED, `must be <= ${MAX_LIMITER_MAX_DELAYED}`).default(DEFAULT_LIMITER_MAX_DELAYED),
     })
-    .default({ max_memory_mib: DEFAULT_LIMITER_MAX_MEMORY_MIB, default_scope: DEFAULT_LIMIT_SCOPE }),
+    .default({ max_memory_mib: DEFAULT_LIMITER_MAX_MEMORY_MIB, default_scope: DEFAULT_LIMIT_SCOPE, max_delayed: DEFAULT_LIMITER_MAX_DELAYED }),
   global: z
     .strictObject({
       max_overshoot: z.number().min(0, "must be between 0 and 1").max(1, "must be between 0 and 1").default(DEFAULT_GLOBAL_MAX_OVERSHOOT),
@@ -202,6 +207,8 @@ export interface Config {
   readonly authFailureLimits: readonly Limit[];
   readonly inFlight: { readonly perCredential: number; readonly budget: number; readonly credentialShare: number; readonly tenantShare: number };
   readonly limiterMaxMemoryMib: number;
+  /** Requests held at once per isolate rather than refused (a limit's delay_max_ms); 0 = none. */
+  readonly limiterMaxDelayed: number;
   /** The scope of a limit (config, tenant, key, override) that does not name one. The built-in defaults are per isolate. */
   readonly defaultScope: LimitScope;
   /** Global limits (DESIGN §11): L = maxOvershoot × W, at least minLeaseMs; onError while the ledger cannot answer. */
@@ -288,6 +295,7 @@ export function parseConfig(raw: unknown): ConfigResult {
         tenantShare: c.in_flight.tenant_share,
       },
       limiterMaxMemoryMib: c.limiter.max_memory_mib,
+      limiterMaxDelayed: c.limiter.max_delayed,
       defaultScope: c.limiter.default_scope,
       global: { maxOvershoot: c.global.max_overshoot, minLeaseMs: c.global.min_lease_ms, onError: c.global.on_error },
       usageFlushIntervalMs: c.usage.flush_interval_s * 1000,

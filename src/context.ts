@@ -121,6 +121,8 @@ export class Exchange {
   } | null = null;
   /** A `charge_on_status` route's charges, checked but not taken: settled once the origin's status is known. */
   statusCharge: StatusCharge | null = null;
+  /** Ms this request was held before it was forwarded (a limit's delay_max_ms); 0 = not held. */
+  delayedMs = 0;
   /** The declared body size (Content-Length), or null. */
   readonly declaredBytes: number | null;
   /** A global limit's ledger could not answer and `global.on_error` decided instead (the request log says so). */

@@ -67,7 +67,17 @@ export function compileGateway(runtime: Runtime): GatewayHandler {
   add(blockCallers({ policy: runtime.policy }));
   add(authenticate({ anonymous: config.anonymous, verifier: runtime, gate: runtime.authGate, policy: runtime.policy }));
   add(matchRoute(config.routes));
-  add(rateLimit({ table: runtime.limiter, leases: runtime.leases, now: runtime.now, defaults: config.defaults, responseCharges: config.responseCharges, headerVersion: config.rateLimitHeaders }));
+  add(
+    rateLimit({
+      table: runtime.limiter,
+      leases: runtime.leases,
+      now: runtime.now,
+      defaults: config.defaults,
+      responseCharges: config.responseCharges,
+      headerVersion: config.rateLimitHeaders,
+      delay: { held: runtime.held, sleep: runtime.sleep, inFlight: runtime.inFlight, bounds: inFlightBounds(config.inFlight) },
+    }),
+  );
   // A WebSocket upgrade (DESIGN §13) runs the same checks up to here (its
   // rate limits include the open's stream rent), then takes a stream slot
   // instead of an in-flight slot; it has no body, so no size or quota step.

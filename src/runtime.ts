@@ -17,6 +17,7 @@ import { compileGateway, configFault, type GatewayHandler } from "./gateway";
 import { AuthFailureGate } from "./limits/auth-gate";
 import { GlobalLeases } from "./limits/global-leases";
 import { InFlightTable } from "./limits/in-flight";
+import { HeldRequests, type Sleep, timerSleep } from "./limits/delay";
 import { StreamTable } from "./limits/streams";
 import { UsageMeter } from "./db/usage-meter";
 import { UsageTracker } from "./identity/usage-tracker";
@@ -44,6 +45,10 @@ export interface Runtime {
   /** Leases on global limits (DESIGN §11), bounded by cache_max_entries (subject, category) groups. */
   readonly leases: GlobalLeases;
   readonly inFlight: InFlightTable;
+  /** Requests held rather than refused (a limit's delay_max_ms), bounded by limiter.max_delayed. */
+  readonly held: HeldRequests;
+  /** How a held request waits: a timer, unless a test gives its own. */
+  readonly sleep: Sleep;
   /** Open WebSocket streams per credential (DESIGN §13). */
   readonly streams: StreamTable;
   readonly authGate: AuthFailureGate;
@@ -66,6 +71,8 @@ export interface Runtime {
 export interface RuntimeOptions {
   /** A clock for tests; default Date.now. */
   readonly clock?: () => number;
+  /** How a held request waits, for tests on a held clock; default a timer. */
+  readonly sleep?: Sleep;
 }
 
 let defaultConfig: Config | null = null;
@@ -112,6 +119,8 @@ export function compileRuntime(env: Bindings, options: RuntimeOptions = {}): Run
     limiter,
     leases: new GlobalLeases({ ...adminConfig.global, maxGroups: adminConfig.cacheMaxEntries }, now),
     inFlight: new InFlightTable(),
+    held: new HeldRequests(adminConfig.limiterMaxDelayed),
+    sleep: options.sleep ?? timerSleep,
     streams: new StreamTable(),
     authGate: new AuthFailureGate(limiter, adminConfig.authFailureLimits),
     keys: new KeyCache(adminConfig),

@@ -11,6 +11,7 @@
 // response without a body, a small one (SMALL_BODY_BYTES, declared), a
 // refusal, or an exception releases at once. One table per runtime.
 import type { Config } from "../config";
+import type { Exchange } from "../context";
 import { problem } from "../errors";
 import type { Check } from "./check";
 
@@ -85,21 +86,28 @@ export interface InFlightOptions {
 export function inFlightLimit(options: InFlightOptions): Check {
   const { table, bounds } = options;
   return function inFlightStep(x) {
-    const caller = x.caller;
-    const credential = caller.callerKey;
-    const tenant = x.tenant?.slug ?? null;
-    if (!table.tryAcquire(credential, tenant, bounds)) {
+    // A request held by a delay took its slot when it was held.
+    if (x.releaseSlot !== null) return null;
+    if (!takeSlot(x, table, bounds)) {
       return x.refuse(
         "too_many_in_flight",
         problem("too_many_in_flight", { detail: "Too many of this caller's requests are in progress at once.", headers: { "retry-after": "1" } }),
       );
     }
-    let released = false;
-    x.releaseSlot = () => {
-      if (released) return;
-      released = true;
-      table.release(credential, tenant);
-    };
     return null;
   };
+}
+
+/** Takes an in-flight slot for the request's credential and tenant and sets x.releaseSlot; false when a bound is reached. */
+export function takeSlot(x: Exchange, table: InFlightTable, bounds: InFlightLimits): boolean {
+  const credential = x.caller.callerKey;
+  const tenant = x.tenant?.slug ?? null;
+  if (!table.tryAcquire(credential, tenant, bounds)) return false;
+  let released = false;
+  x.releaseSlot = () => {
+    if (released) return;
+    released = true;
+    table.release(credential, tenant);
+  };
+  return true;
 }

@@ -24,6 +24,13 @@ import { contended, decideGlobal, type GlobalOutcome, type GlobalPlan, planGloba
 import type { GlobalLeases } from "./global-leases";
 import { rateLimitedResponse } from "./rate-limit-response";
 import { addOpenRent } from "./stream-charges";
+import { type HeldRequests, holdDelayMs, type Sleep } from "./delay";
+import { type InFlightLimits, type InFlightTable, takeSlot } from "./in-flight";
+import { refund } from "../proxy/response-cost-gcra";
+import { database } from "../db/client";
+import { keepAlive } from "../utils/wait-until";
+import type { Limit } from "../engine/limit";
+import { sameLimit } from "../engine/limit";
 import { noteRefusal } from "./sustained";
 
 /** Asks of the ledger one request may wait for before it is refused as contended. */
@@ -97,6 +104,13 @@ export interface RateLimitOptions {
   readonly responseCharges: readonly (ResponseCharge | null)[];
   /** The ratelimit-headers draft the answers follow (default draft-11). */
   readonly headerVersion?: HeaderVersion;
+  /** Holding requests instead of refusing them (delay_max_ms): the isolate's count, the timer, and the in-flight bounds a held request counts against. Absent: never held. */
+  readonly delay?: {
+    readonly held: HeldRequests;
+    readonly sleep: Sleep;
+    readonly inFlight: InFlightTable;
+    readonly bounds: InFlightLimits;
+  };
 }
 
 /** Waits for the ledger's answer to every short group (one flight each, shared), the request's needs counted in the asks. */
@@ -138,7 +152,77 @@ export function rateLimit(options: RateLimitOptions): Check {
       x.statusCharge = { ...pending, admitted: charges, tightest: decision.tightest };
       x.rateHeaders = decision.allowed ? rateLimitHeaders(decision, [...charges, ...pending.deferred], version) : rateLimitHeaders(decision, charges, version);
     } else x.rateHeaders = rateLimitHeaders(decision, charges, version);
+    if (x.delayedMs > 0 && decision.allowed) x.rateHeaders = [...x.rateHeaders, ["Tollgate-Delayed-Ms", String(x.delayedMs)]];
     return null;
+  }
+
+  /** Gives back a held request's spend (it is not forwarded now): never before now, so its instant goes to whoever asks next. */
+  function giveBack(charges: readonly Charge[], nowMs: number): void {
+    refund(
+      table,
+      charges.map((c) => ({ subject: c.subject, category: c.category, limits: c.limits, units: c.cost })),
+      nowMs,
+    );
+  }
+
+  /** The caller's override as this isolate knows it now (an admin write clears the snapshot: it is read again). */
+  async function currentOverride(x: Exchange, nowMs: number): Promise<Caller["override"]> {
+    const policy = x.runtime.policy;
+    const snapshot = policy.peek(nowMs) ?? (await policy.load(() => database(x.env.DB), nowMs, (work) => keepAlive(x.ctx, work)));
+    return snapshot.overrideFor(x.caller.callerKey, nowMs);
+  }
+
+  /** Whether the caller's own limits for these charges differ under `override` (a held request is then decided again). */
+  function limitsChanged(x: Exchange, charges: readonly Charge[], override: Caller["override"]): boolean {
+    const own = chargedSubjects({ ...x.caller, override } as Caller, defaults)[0]!;
+    const same = (a: readonly Limit[], b: readonly Limit[]) => a.length === b.length && a.every((l, i) => sameLimit(l, b[i]!));
+    return charges.some((c) => c.subject === own.subject && c.cost > 0 && !same(resolveLimits(c.category, own.kind, own.sources), c.limits));
+  }
+
+  /**
+   * Holds a request denied for `delayMs` or less by limits that allow it:
+   * its spend admitted at the instant it fits, forwarded then. Null when it
+   * cannot be held (shadow mode, a bound reached): the caller refuses it.
+   */
+  function hold(x: Exchange, charges: readonly Charge[], delayMs: number, nowMs: number, reserveFrom: number, responseCharge: ResponseCharge | null): Promise<CheckResult> | null {
+    const delay = options.delay;
+    // Shadow mode forwards everything at once; a WebSocket open takes a stream slot, not an in-flight one: neither is held.
+    if (delay === undefined || x.config.mode === "shadow" || x.upgrade) return null;
+    if (!delay.held.tryHold()) return null;
+    if (x.releaseSlot === null && !takeSlot(x, delay.inFlight, delay.bounds)) {
+      delay.held.release();
+      return null;
+    }
+    const atMs = nowMs + delayMs;
+    const reserved = admit(table, charges, atMs);
+    if (!reserved.allowed) {
+      // Cannot happen (the delay is exact); refused as usual if it did.
+      delay.held.release();
+      return null;
+    }
+    return (async () => {
+      let elapsed: boolean;
+      try {
+        elapsed = await delay.sleep(delayMs, x.request.signal ?? null);
+      } finally {
+        delay.held.release();
+      }
+      const firedMs = Math.max(atMs, Math.floor(now()));
+      if (!elapsed) {
+        // The client hung up while held: charged nothing; its slot is freed by whoever ends the request.
+        giveBack(charges, Math.floor(now()));
+        x.decision = "rate_limited";
+        return rateLimitedResponse({ ...reserved, allowed: false, retryAfterMs: delayMs, deniedChargeIndex: 0 }, charges, version);
+      }
+      if (limitsChanged(x, charges, await currentOverride(x, firedMs))) {
+        giveBack(charges, firedMs);
+        x.caller = { ...x.caller, override: await currentOverride(x, firedMs) } as Caller;
+        x.delayedMs += delayMs;
+        return decideAt(x, firedMs);
+      }
+      x.delayedMs += delayMs;
+      return conclude(x, reserved, charges, reserveFrom, responseCharge, atMs);
+    })();
   }
 
   function concludeGlobal(x: Exchange, outcome: Exclude<GlobalOutcome, { kind: "short" }>, plan: GlobalPlan, reserveFrom: number, responseCharge: ResponseCharge | null, nowMs: number): CheckResult {
@@ -169,11 +253,15 @@ export function rateLimit(options: RateLimitOptions): Check {
   }
 
   return function rateLimitStep(x) {
+    return decideAt(x, x.startedAtMs);
+  };
+
+  /** Decides the request at whole-ms `nowMs` (its arrival, or the instant a held request was due). */
+  function decideAt(x: Exchange, nowMs: number): CheckResult | Promise<CheckResult> {
     const route = x.route;
     // A WebSocket upgrade has no answer to price: its route's response_charge does not apply.
     const responseCharge = route === null || x.upgrade ? null : (responseCharges[route.index] ?? null);
     const subjects = chargedSubjects(x.caller, defaults);
-    const nowMs = x.startedAtMs;
     // charge_on_status: the route's charges must fit now (nothing is taken); they are taken once the origin's status matches.
     const statuses = route === null || x.upgrade || route.charges.length === 0 ? null : route.chargeOnStatus;
     if (statuses != null) {
@@ -191,10 +279,18 @@ export function rateLimit(options: RateLimitOptions): Check {
     // A WebSocket open also prepays its first period of stream rent (DESIGN §13), in the same all-or-nothing admission.
     if (x.upgrade) addOpenRent(charges, subjects);
     const plan = planGlobal(leases, charges, nowMs);
-    if (plan === null) return conclude(x, admit(table, charges, nowMs), charges, reserveFrom, responseCharge, nowMs);
+    if (plan === null) {
+      const decision = admit(table, charges, nowMs);
+      if (!decision.allowed && options.delay !== undefined) {
+        const delayMs = holdDelayMs(decision);
+        const held = delayMs > 0 ? hold(x, charges, delayMs, nowMs, reserveFrom, responseCharge) : null;
+        if (held !== null) return held;
+      }
+      return conclude(x, decision, charges, reserveFrom, responseCharge, nowMs);
+    }
     leases.returnDue(x.env.LIMIT_LEDGER, x.ctx, nowMs);
     const outcome = decideGlobal(table, leases, plan, nowMs);
     if (outcome.kind === "short") return slowGlobal(x, plan, outcome.shorts, reserveFrom, responseCharge);
     return concludeGlobal(x, outcome, plan, reserveFrom, responseCharge, nowMs);
-  };
+  }
 }

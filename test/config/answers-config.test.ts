@@ -19,7 +19,21 @@ describe("answers config", () => {
     expect(route?.chargeOnStatus?.spec).toEqual([401, "5xx"]);
   });
 
+  it("compiles delay_max_ms on a limit and defaults limiter.max_delayed to 1000", () => {
+    const result = parseConfig({ categories: { request: { limits: { ip: [{ count: 5, window_s: 1, delay_max_ms: 1500 }] } } } });
+    expect(result.ok).toBe(true);
+    if (!result.ok) return;
+    expect(result.config.defaults.request?.ip?.[0]?.delayMaxMs).toBe(1500);
+    expect(result.config.limiterMaxDelayed).toBe(1000);
+  });
+
   it.each([
+    [{ categories: { request: { limits: { ip: [{ count: 5, window_s: 1, delay_max_ms: 10_001 }] } } } }, "categories.request.limits.ip.0.delay_max_ms"],
+    [{ categories: { request: { limits: { ip: [{ count: 5, window_s: 1, delay_max_ms: 200.5 }] } } } }, "categories.request.limits.ip.0.delay_max_ms"],
+    [{ categories: { request: { limits: { key: [{ count: 5, window_s: 1, delay_max_ms: -1 }] } } } }, "categories.request.limits.key.0.delay_max_ms"],
+    [{ categories: { request: { limits: { key: [{ count: 5, window_s: 1, delay_max_ms: "1s" }] } } } }, "categories.request.limits.key.0.delay_max_ms"],
+    [{ limiter: { max_delayed: -1 } }, "limiter.max_delayed"],
+    [{ limiter: { max_delayed: 1.5 } }, "limiter.max_delayed"],
     [{ rate_limit_headers: "draft-13" }, "rate_limit_headers"],
     [{ rate_limit_headers: 12 }, "rate_limit_headers"],
     [{ routes: [{ path: "/login", charge_on_status: [99] }] }, "routes.0.charge_on_status.0"],
