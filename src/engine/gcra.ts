@@ -87,7 +87,7 @@ export function remainingOf(limit: Limit, relUnits: number): number {
 // without a tenant): the same rule as admit()'s loops below, without the
 // scratch arrays, which cost about a fifth of a decision. The property tests
 // hold both paths to the reference model.
-function admitOne(table: LimiterTable, charge: Charge, limit: Limit, t: number, write: boolean): Decision {
+function admitOne(table: LimiterTable, charge: Charge, limit: Limit, t: number, write: boolean, placeMs: number): Decision {
   const cost = charge.cost;
   table.hashKey(charge.subject, charge.category);
   const setHash = table.setHashOf(limit);
@@ -111,7 +111,7 @@ function admitOne(table: LimiterTable, charge: Charge, limit: Limit, t: number, 
   const x = cost * limit.intervalRemUnits - preDeficit;
   const roundUpMs = x <= 0 ? 0 : x <= unitsPerMs ? 1 : ceilDiv(x, unitsPerMs);
   const resetMs = preAheadMs + cost * limit.intervalWholeMs + roundUpMs;
-  if (write) table.write(slot, setHash, tag, t, resetMs, roundUpMs * unitsPerMs - x);
+  if (write) table.write(slot, setHash, tag, placeMs, resetMs + (t - placeMs), roundUpMs * unitsPerMs - x);
   return { allowed: true, retryAfterMs: 0, deniedChargeIndex: -1, tightest: { chargeIndex: 0, limit, remaining: remainingOf(limit, afterUnits), resetMs } };
 }
 
@@ -127,7 +127,17 @@ function isCost(cost: number): boolean {
  * Throws RangeError for a cost that is not a whole number in 0..MAX_COST (a bug).
  */
 export function admit(table: LimiterTable, charges: readonly Charge[], nowMs: number): Decision {
-  return decide(table, charges, nowMs, true);
+  return decide(table, charges, nowMs, true, nowMs);
+}
+
+/**
+ * admit() as of a later whole-ms instant `atMs` (a request held until then,
+ * src/limits/delay.ts), the table placing the new states as of `nowMs`: a
+ * state another key holds until some instant between now and atMs is still
+ * live now, and must not be taken for a free slot.
+ */
+export function admitAt(table: LimiterTable, charges: readonly Charge[], atMs: number, nowMs: number): Decision {
+  return decide(table, charges, atMs, true, Math.min(Math.floor(nowMs), Math.floor(atMs)));
 }
 
 /**
@@ -137,14 +147,16 @@ export function admit(table: LimiterTable, charges: readonly Charge[], nowMs: nu
  * allowed answer, `tightest` describes the state as it would be after the spend.
  */
 export function wouldAdmit(table: LimiterTable, charges: readonly Charge[], nowMs: number): Decision {
-  return decide(table, charges, nowMs, false);
+  return decide(table, charges, nowMs, false, nowMs);
 }
 
-function decide(table: LimiterTable, charges: readonly Charge[], nowMs: number, write: boolean): Decision {
+// placeMs (<= nowMs): the instant the table's slot housekeeping runs at (admitAt's now); the decision itself is at nowMs.
+function decide(table: LimiterTable, charges: readonly Charge[], nowMs: number, write: boolean, placeMs: number): Decision {
   const t = Math.floor(nowMs);
+  const place = Math.floor(placeMs);
   if (charges.length === 1) {
     const only = charges[0]!;
-    if (only.limits.length === 1 && only.cost > 0 && isCost(only.cost)) return admitOne(table, only, only.limits[0]!, t, write);
+    if (only.limits.length === 1 && only.cost > 0 && isCost(only.cost)) return admitOne(table, only, only.limits[0]!, t, write, place);
   }
   let most = 0;
   for (let c = 0; c < charges.length; c++) most += charges[c]!.limits.length;
@@ -247,7 +259,7 @@ function decide(table: LimiterTable, charges: readonly Charge[], nowMs: number, 
     const x = n * limit.intervalRemUnits - pPreDeficit[k]!;
     const roundUpMs = x <= 0 ? 0 : x <= unitsPerMs ? 1 : ceilDiv(x, unitsPerMs);
     const resetMs = pPreAheadMs[k]! + n * limit.intervalWholeMs + roundUpMs;
-    if (write) table.write(pSlot[k]!, pSetHash[k]!, pTag[k]!, t, resetMs, roundUpMs * unitsPerMs - x);
+    if (write) table.write(pSlot[k]!, pSetHash[k]!, pTag[k]!, place, resetMs + (t - place), roundUpMs * unitsPerMs - x);
     const remaining = remainingOf(limit, pRelUnits[k]!);
     if (remaining < tightRemaining || (remaining === tightRemaining && resetMs > tightResetMs)) {
       tightEntry = k;

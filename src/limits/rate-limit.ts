@@ -11,7 +11,7 @@
 // the ledger (single flight) and is decided again, up to MAX_ASK_ROUNDS times.
 import { rateLimitRejections } from "../cache/rejection-counter";
 import type { Caller, Exchange } from "../context";
-import { admit, type Charge, type Decision, wouldAdmit } from "../engine/gcra";
+import { admit, admitAt, type Charge, type Decision, wouldAdmit } from "../engine/gcra";
 import type { LeaseGroup, Short } from "../engine/lease-types";
 import type { LimiterTable } from "../engine/limiter-table";
 import { type HeaderVersion, rateLimitHeaders } from "../engine/rate-limit-headers";
@@ -194,7 +194,7 @@ export function rateLimit(options: RateLimitOptions): Check {
       return null;
     }
     const atMs = nowMs + delayMs;
-    const reserved = admit(table, charges, atMs);
+    const reserved = admitAt(table, charges, atMs, nowMs);
     if (!reserved.allowed) {
       // Cannot happen (the delay is exact); refused as usual if it did.
       delay.held.release();
