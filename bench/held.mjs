@@ -70,7 +70,7 @@ for (let i = 0; i < N; i++) {
 const withExchanges = heapMiB();
 const pending = plain.map((x) => step(x));
 const notHeld = pending.map((p, i) => (p instanceof Promise ? -1 : i)).filter((i) => i >= 0);
-if (notHeld.length > 0) console.log("not held:", notHeld.slice(0, 5), await Promise.all(notHeld.slice(0, 2).map((i) => pending[i]?.json?.())));
+if (notHeld.length > 0 || held.count !== N) throw new Error(`expected ${N} held, got ${held.count}`);
 const withHeld = heapMiB();
 
 const cpuBefore = process.cpuUsage();
