@@ -58,10 +58,38 @@ function windowLabel(limit: Limit): string {
   return limit.windowMs % 1000 === 0 ? `${limit.windowMs / 1000}s` : `${limit.windowMs}ms`;
 }
 
+// Headers are built for every charged request: what depends only on a
+// category or a compiled limit is computed once. Categories come from the
+// config and routes (bounded); the memo is capped all the same.
+const SAFE_CATEGORIES = new Map<string, string>();
+const MAX_SAFE_CATEGORIES = 1024;
+const LIMIT_TEXT = new WeakMap<Limit, { readonly window: string; readonly params: string }>();
+
+function safeCategoryOf(category: string): string {
+  let safe = SAFE_CATEGORIES.get(category);
+  if (safe === undefined) {
+    safe = category.replace(/[^A-Za-z0-9_.-]/g, "_").slice(0, 32);
+    if (SAFE_CATEGORIES.size < MAX_SAFE_CATEGORIES) SAFE_CATEGORIES.set(category, safe);
+  }
+  return safe;
+}
+
+/** A limit's window label and its RateLimit-Policy parameters (`;q=…;w=…`), computed once per compiled limit. */
+function limitText(limit: Limit): { readonly window: string; readonly params: string } {
+  let text = LIMIT_TEXT.get(limit);
+  if (text === undefined) {
+    let params = `;q=${limit.count}`;
+    if (limit.windowMs % 1000 === 0) params += `;w=${limit.windowMs / 1000}`;
+    if (limit.burst !== limit.count) params += `;tollgate-burst=${limit.burst}`;
+    text = { window: windowLabel(limit), params };
+    LIMIT_TEXT.set(limit, text);
+  }
+  return text;
+}
+
 /** The policy name: safe as a Structured Field String (no quote or backslash), and free of any subject. */
 export function policyName(category: string, subject: string, limit: Limit): string {
-  const safeCategory = category.replace(/[^A-Za-z0-9_.-]/g, "_").slice(0, 32);
-  return `${safeCategory}-${subjectKindOf(subject) ?? "subject"}-${windowLabel(limit)}`;
+  return `${safeCategoryOf(category)}-${subjectKindOf(subject) ?? "subject"}-${limitText(limit).window}`;
 }
 
 /** One policy of a request: a limit of a charge, its name, and the request's cost under it. */
@@ -74,40 +102,49 @@ interface Policy {
   cost: number;
 }
 
+function samePolicy(p: Policy, subject: string, category: string, limit: Limit): boolean {
+  return p.subject === subject && p.category === category && (p.limit === limit || sameLimit(p.limit, limit));
+}
+
 /** Every (charge, limit) with a cost, once each, in charge order, named uniquely. */
 function policiesOf(charges: readonly Charge[]): Policy[] {
   const policies: Policy[] = [];
   for (let c = 0; c < charges.length; c++) {
     const charge = charges[c]!;
     if (charge.cost <= 0) continue;
-    for (const limit of charge.limits) {
-      const same = policies.find((p) => p.subject === charge.subject && p.category === charge.category && sameLimit(p.limit, limit));
-      if (same !== undefined) {
+    const limits = charge.limits;
+    for (let j = 0; j < limits.length; j++) {
+      const limit = limits[j]!;
+      let same: Policy | null = null;
+      for (let k = 0; k < policies.length && same === null; k++) if (samePolicy(policies[k]!, charge.subject, charge.category, limit)) same = policies[k]!;
+      if (same !== null) {
         same.cost += charge.cost;
         continue;
       }
       const base = policyName(charge.category, charge.subject, limit);
       let name = base;
-      for (let n = 2; policies.some((p) => p.name === name); n++) name = `${base}-${n}`;
+      for (let n = 2; nameTaken(policies, name); n++) name = `${base}-${n}`;
       policies.push({ chargeIndex: c, subject: charge.subject, category: charge.category, limit, name, cost: charge.cost });
     }
   }
   return policies;
 }
 
+function nameTaken(policies: readonly Policy[], name: string): boolean {
+  for (let k = 0; k < policies.length; k++) if (policies[k]!.name === name) return true;
+  return false;
+}
+
 /** The policy a (charge index, limit) pair belongs to (a repeated spend is found under its first charge). */
 function policyAt(policies: readonly Policy[], charges: readonly Charge[], chargeIndex: number, limit: Limit): Policy | undefined {
   const charge = charges[chargeIndex];
   if (charge === undefined) return undefined;
-  return policies.find((p) => p.subject === charge.subject && p.category === charge.category && sameLimit(p.limit, limit));
+  for (let k = 0; k < policies.length; k++) if (samePolicy(policies[k]!, charge.subject, charge.category, limit)) return policies[k];
+  return undefined;
 }
 
 function policyItem(policy: Policy): string {
-  const limit = policy.limit;
-  let item = `"${policy.name}";q=${limit.count}`;
-  if (limit.windowMs % 1000 === 0) item += `;w=${limit.windowMs / 1000}`;
-  if (limit.burst !== limit.count) item += `;tollgate-burst=${limit.burst}`;
-  return item;
+  return `"${policy.name}"${limitText(policy.limit).params}`;
 }
 
 /**
