@@ -23,6 +23,8 @@ export interface RouteSpec {
   method?: string;
   path: string;
   charges?: Record<string, number>;
+  /** The name of an entry of the config's `origins` (checked there); absent: the default origin. */
+  origin?: string;
   quota?: "store" | "release";
   /** Compare literal segments exactly (default: ignoring ASCII case). */
   case_sensitive?: boolean;
@@ -33,7 +35,7 @@ export interface RouteSpec {
 }
 
 /** The fields a route may have: anything else is refused, so a typo is not silently ignored. */
-const ROUTE_FIELDS: ReadonlySet<string> = new Set(["method", "path", "charges", "quota", "case_sensitive", "response_charge", "charge_on_status"]);
+const ROUTE_FIELDS: ReadonlySet<string> = new Set(["method", "path", "charges", "quota", "case_sensitive", "response_charge", "origin", "charge_on_status"]);
 
 export interface RouteMatch {
   /** The matching entry's index in the routes list. */
@@ -54,6 +56,8 @@ export interface RouteMatcher {
 }
 
 export const CATEGORY_NAME = /^[a-z][a-z0-9_]{0,31}$/;
+/** Names of the config's `origins` entries, which a route's `origin` names. */
+export const ORIGIN_NAME = /^[a-z][a-z0-9_-]{0,31}$/;
 const PARAM_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/;
 const METHOD = /^[A-Za-z]{1,16}$/;
 const MAX_PATH_CHARS = 1024;
@@ -87,6 +91,8 @@ export function routeSpecError(spec: unknown): string | null {
       if (typeof cost !== "number" || !Number.isInteger(cost) || cost < 0 || cost > MAX_COST) return `charges.${category} must be a whole number >= 0 and <= ${MAX_COST}`;
     }
   }
+  const origin = (spec as Record<string, unknown>).origin;
+  if (origin !== undefined && (typeof origin !== "string" || !ORIGIN_NAME.test(origin))) return "origin must name an entry of origins (^[a-z][a-z0-9_-]{0,31}$)";
   if (quota !== undefined && quota !== "store" && quota !== "release") return 'quota must be "store" or "release"';
   if (quota !== undefined && !names.has("object")) return "quota routes need an :object parameter in path (the object's name)";
   const statuses = (spec as { charge_on_status?: unknown }).charge_on_status;
