@@ -146,6 +146,22 @@ describe("delay_max_ms", () => {
     for (const call of calls.slice(5, 7)) expect((await call.response).status).toBe(200);
   });
 
+  it("counts a held request against the in-flight bounds; past them, the usual 429", async () => {
+    const gateway = await heldGateway({ ...FIVE_PER_S, in_flight: { per_credential: 6 } });
+    const ip = uniqueIp();
+    const calls = burst(gateway, 10, ip, unique("slots"));
+    // Five admitted and one held hold the caller's six slots: the next four are refused, not held.
+    expect(gateway.pendingMs()).toEqual([200]);
+    for (const call of calls.slice(6)) {
+      const refused = await call.response;
+      expect(refused.status).toBe(429);
+      expect((await problemOf(refused)).code).toBe("rate_limited");
+    }
+    for (const call of calls.slice(0, 5)) expect((await call.response).status).toBe(200);
+    gateway.fireNext();
+    expect((await calls[5]!.response).status).toBe(200);
+  });
+
   it("charges nothing for a held client that hangs up, and frees its place and its in-flight slot", async () => {
     const gateway = await heldGateway({ categories: { request: { limits: { ip: [{ count: 1, window_s: 1, delay_max_ms: 1500 }] } } } });
     const ip = uniqueIp();
