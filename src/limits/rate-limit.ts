@@ -152,7 +152,6 @@ export function rateLimit(options: RateLimitOptions): Check {
       x.statusCharge = { ...pending, admitted: charges, tightest: decision.tightest };
       x.rateHeaders = decision.allowed ? rateLimitHeaders(decision, [...charges, ...pending.deferred], version) : rateLimitHeaders(decision, charges, version);
     } else x.rateHeaders = rateLimitHeaders(decision, charges, version);
-    if (x.delayedMs > 0 && decision.allowed) x.rateHeaders = [...x.rateHeaders, ["Tollgate-Delayed-Ms", String(x.delayedMs)]];
     return null;
   }
 

@@ -223,14 +223,16 @@ export function flushUsage(x: Exchange, nowMs: number, intervalMs: number): void
 
 const NO_HEADERS: readonly Header[] = Object.freeze([]);
 
-/** The gateway's own headers on an answer: rate limits, quota warning, shadow refusals. Copy it to add more. */
+/** The gateway's own headers on an answer: rate limits, quota warning, shadow refusals, the delay it was held. Copy it to add more. */
 export function extraHeaders(x: Exchange, quota: QuotaSettled | null): readonly Header[] {
   const rate = x.rateHeaders ?? NO_HEADERS;
   const warning = quota === null ? null : warningHeaderValue(quota.warnings);
-  if (warning === null && x.shadow === null) return rate;
+  if (warning === null && x.shadow === null && x.delayedMs === 0) return rate;
   const extra: Header[] = [...rate];
   if (warning !== null) extra.push(["tollgate-quota-warning", warning]);
   if (x.shadow !== null) extra.push(["tollgate-shadow", x.shadow.join(", ")]);
+  // Held by a limit's delay_max_ms before it was forwarded.
+  if (x.delayedMs > 0) extra.push(["tollgate-delayed-ms", String(x.delayedMs)]);
   return extra;
 }
 

@@ -162,6 +162,24 @@ describe("delay_max_ms", () => {
     expect((await calls[5]!.response).status).toBe(200);
   });
 
+  it("keeps Tollgate-Delayed-Ms when the answer's RateLimit headers change after the call (a charge_on_status failure)", async () => {
+    const gateway = await heldGateway({
+      categories: { request: { limits: { ip: [{ count: 1, window_s: 1, delay_max_ms: 1500 }] } }, login_failure: { limits: { ip: [{ count: 3, window_s: 900 }] } } },
+      routes: [{ method: "POST", path: "/login", charges: { login_failure: 1 }, charge_on_status: ["4xx"] }],
+    });
+    const ip = uniqueIp();
+    const login = () => gatewayRequest("/login", { method: "POST", ip, body: "u", headers: { "x-origin-status": "401" } });
+    expect((await gateway.call(login())).status).toBe(401);
+    const held = gateway.call(login());
+    gateway.fireNext();
+    const answer = await held;
+    expect(answer.status).toBe(401);
+    expect(answer.headers.get("tollgate-delayed-ms")).toBe("1000");
+    // The headers were rebuilt once the failure was charged (two of three spent), the request limit still the tightest.
+    expect(answer.headers.get("ratelimit")).toBe('"request-ip-1s";r=0;t=1');
+    expect(answer.headers.get("ratelimit-policy")).toBe('"request-ip-1s";q=1;w=1, "login_failure-ip-900s";q=3;w=900');
+  });
+
   it("charges nothing for a held client that hangs up, and frees its place and its in-flight slot", async () => {
     const gateway = await heldGateway({ categories: { request: { limits: { ip: [{ count: 1, window_s: 1, delay_max_ms: 1500 }] } } } });
     const ip = uniqueIp();
