@@ -33,6 +33,23 @@ describe("charge_on_status", () => {
     expect((await gateway.call(login(ip, tag, 200), { settle: true })).status).toBe(200);
   });
 
+  it("charges a failure whose client hung up before the origin answered", async () => {
+    const gateway = clockedGateway(CONFIG);
+    const ip = uniqueIp();
+    const tag = unique("left");
+    for (let i = 0; i < 3; i++) {
+      const controller = new AbortController();
+      const request = gatewayRequest("/login", { method: "POST", ip, body: "user=a", signal: controller.signal, headers: { "x-origin-status": "401", "x-origin-delay-ms": "50", "x-test-tag": tag } });
+      const pending = gateway.call(request, { settle: true });
+      controller.abort();
+      await pending.catch(() => undefined);
+    }
+    expect(await originLog(tag)).toHaveLength(3);
+    const refused = await gateway.call(login(ip, tag, 401));
+    expect(refused.status).toBe(429);
+    expect((await problemOf(refused)).retry_after_ms).toBe(300_000);
+  });
+
   it("charges a status named by code as well as by class, and a 3xx not at all", async () => {
     const gateway = clockedGateway(CONFIG);
     const ip = uniqueIp();
