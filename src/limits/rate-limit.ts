@@ -3,12 +3,17 @@
 // the caller (`key:<digest>`, `jwt:<hex>` or `ip:<address or /64>`), its
 // tenant, and for anonymous callers the optional `anonymous` aggregate — all
 // or nothing, in the runtime's limiter table. Every charged response carries
-// the RateLimit headers of the tightest limit.
+// the RateLimit headers: every policy charged, and the tightest limit's figures.
 //
 // Global limits (DESIGN §11) spend from the isolate's leases, all or nothing
 // with the table (global-admission.ts). A request whose leases hold its units
 // is decided synchronously, with no I/O; one whose leases are short waits for
 // the ledger (single flight) and is decided again, up to MAX_ASK_ROUNDS times.
+//
+// A request refused only by limits with `delay_max_ms` is held rather than
+// refused (src/limits/delay.ts); a route with `charge_on_status` has its own
+// charges checked here and taken once the origin answers
+// (src/limits/status-charge.ts).
 import { rateLimitRejections } from "../cache/rejection-counter";
 import type { Caller, Exchange } from "../context";
 import { admit, admitAt, type Charge, type Decision, wouldAdmit } from "../engine/gcra";
@@ -29,8 +34,7 @@ import { type InFlightLimits, type InFlightTable, takeSlot } from "./in-flight";
 import { refund } from "../proxy/response-cost-gcra";
 import { database } from "../db/client";
 import { keepAlive } from "../utils/wait-until";
-import type { Limit } from "../engine/limit";
-import { sameLimit } from "../engine/limit";
+import { type Limit, sameLimit } from "../engine/limit";
 import { noteRefusal } from "./sustained";
 
 /** Asks of the ledger one request may wait for before it is refused as contended. */
@@ -213,9 +217,10 @@ export function rateLimit(options: RateLimitOptions): Check {
         x.decision = "rate_limited";
         return rateLimitedResponse({ ...reserved, allowed: false, retryAfterMs: delayMs, deniedChargeIndex: 0 }, charges, version);
       }
-      if (limitsChanged(x, charges, await currentOverride(x, firedMs))) {
+      const override = await currentOverride(x, firedMs);
+      if (limitsChanged(x, charges, override)) {
         giveBack(charges, firedMs);
-        x.caller = { ...x.caller, override: await currentOverride(x, firedMs) } as Caller;
+        x.caller = { ...x.caller, override } as Caller;
         x.delayedMs += delayMs;
         return decideAt(x, firedMs);
       }
