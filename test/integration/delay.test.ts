@@ -205,6 +205,15 @@ describe("delay_max_ms", () => {
     expect((await originLog(tag)).map((seen) => seen.path)).toEqual(["/a", "/c"]);
   });
 
+  it("takes delay_max_ms on limits through the admin API, and refuses one over 10000 naming the field", async () => {
+    const tenant = unique("delayadmin");
+    const limits = (delay: number) => ({ limits: { request: { key: [{ count: 5, window_s: 1, delay_max_ms: delay }] } } });
+    await jsonOf(await adminCall("PUT", `/tenants/${tenant}`, testConfig(), { body: limits(1500) }), 201);
+    const refused = await adminCall("PUT", `/tenants/${tenant}/limits`, testConfig(), { body: limits(10_001) });
+    expect(refused.status).toBe(400);
+    expect((await refused.json()) as Record<string, unknown>).toMatchObject({ code: "invalid_request", field: "limits.request.key.0.delay_max_ms" });
+  });
+
   it("decides a held request again when an override for its caller lands while it waits", async () => {
     const gateway = await heldGateway({ categories: { request: { limits: { ip: [{ count: 1, window_s: 1, delay_max_ms: 1500 }] } } } });
     const ip = uniqueIp();
