@@ -158,8 +158,9 @@ export function rateLimit(options: RateLimitOptions): Check {
 
   return function rateLimitStep(x) {
     const route = x.route;
-    // A WebSocket upgrade has no answer to price: its route's response_charge does not apply.
-    const responseCharge = route === null || x.upgrade ? null : (responseCharges[route.index] ?? null);
+    // A WebSocket upgrade pays its route's reserve too: an origin that ignores
+    // `Upgrade` answers it as an HTTP request, and that answer is priced.
+    const responseCharge = route === null ? null : (responseCharges[route.index] ?? null);
     const subjects = chargedSubjects(x.caller, defaults);
     const charges = chargesFor(subjects, route, responseCharge);
     const reserveFrom = charges.length - subjects.length;

@@ -38,10 +38,15 @@ import { tooLargeResponse } from "./size";
  */
 export const SMALL_BODY_BYTES = 16 * 1024;
 
-export interface ForwardOptions {
+/** How the origin request's headers are built, for the HTTP and the WebSocket forward alike. */
+export interface OriginHeaderRules {
+  readonly stripCredential: boolean;
+  readonly forwardMethodOverride: boolean;
+}
+
+export interface ForwardOptions extends OriginHeaderRules {
   /** Null: fetch(request) to the zone's own origin. */
   readonly origin: OriginBase | null;
-  readonly stripCredential: boolean;
   readonly maxRequestBytes: number;
   readonly requestLog: boolean;
   readonly usageMaxPending: number;
@@ -235,36 +240,49 @@ export function withHeaders(response: Response, extra: readonly Header[]): Respo
 }
 
 /** The headers the origin gets for an admitted request (HTTP and WebSocket alike): the client's, filtered, and who is calling. */
-export function originHeadersFor(x: Exchange, stripCredential: boolean): Headers {
+export function originHeadersFor(x: Exchange, rules: OriginHeaderRules): Headers {
   const caller = x.caller;
   return originRequestHeaders(x.request.headers, {
     clientAddress: x.clientAddress,
     tenant: x.tenant?.slug ?? null,
     keyId: caller.kind === "key" ? caller.keyId : null,
     caller: caller.kind === "jwt" ? caller.callerKey : null,
-    stripCredential,
+    stripCredential: rules.stripCredential,
+    forwardMethodOverride: rules.forwardMethodOverride,
   });
 }
 
-/** The URL forwarded to: ORIGIN_URL's base path joined with the collapsed path, then the query; with no ORIGIN_URL, the request's own. */
+/** The URL forwarded to: ORIGIN_URL's base path joined with the normalised path, then the query; with no ORIGIN_URL, the request's own scheme and host with them. */
 export function originTargetFor(x: Exchange, base: OriginBase | null): string {
-  return base === null ? x.request.url : originUrlFor(base, x.path, x.search);
+  if (base !== null) return originUrlFor(base, x.path, x.search);
+  // An http(s) request URL always has a path: `scheme://authority/…`.
+  const url = x.request.url;
+  const pathStart = url.indexOf("/", url.indexOf("://") + 3);
+  return pathStart === -1 ? url : url.slice(0, pathStart) + x.path + x.search;
 }
 
 /**
  * The last step: forwards to ORIGIN_URL (its base path joined with the
  * request's collapsed path, then the query; with no ORIGIN_URL, to the zone's
  * own origin) and settles everything after.
- * @example const forward = forwardToOrigin({ origin: base, stripCredential: false, maxRequestBytes: 0, requestLog: true, usageMaxPending: 10_000, usageFlushIntervalMs: 60_000 });
+ * @example const forward = forwardToOrigin({ origin: base, stripCredential: false, forwardMethodOverride: false, maxRequestBytes: 0, requestLog: true, usageMaxPending: 10_000, usageFlushIntervalMs: 60_000 });
  */
 export function forwardToOrigin(options: ForwardOptions): (x: Exchange) => Promise<Response> {
   const base = options.origin;
   return function forwardStep(x) {
-    const headers = originHeadersFor(x, options.stripCredential);
+    const headers = originHeadersFor(x, options);
     const target = originTargetFor(x, base);
-    const call = callOrigin(x.request, target, headers, x.declaredBytes, options.maxRequestBytes);
-    const settlement = new Settlement(x, call, options);
-    keepAlive(x.ctx, settlement.run());
-    return settlement.answer;
+    return settleAsHttp(x, callOrigin(x.request, target, headers, x.declaredBytes, options.maxRequestBytes), options);
   };
+}
+
+/**
+ * Settles an origin call as an HTTP request (quota, in-flight slot, response
+ * charge, usage, request log), under waitUntil; resolves with the answer.
+ * Also used for a WebSocket upgrade the origin answered without 101.
+ */
+export function settleAsHttp(x: Exchange, call: OriginCall, options: ForwardOptions): Promise<Response> {
+  const settlement = new Settlement(x, call, options);
+  keepAlive(x.ctx, settlement.run());
+  return settlement.answer;
 }
