@@ -20,7 +20,7 @@ import { NOT_FOUND } from "../proxy/response-cost-result";
 import { closeQuietly, openOriginSocket, upgradeHeaders } from "../proxy/websocket";
 import { keepAlive } from "../utils/wait-until";
 import { settleResponseCharge } from "./response-charge";
-import { extraHeaders, type ForwardOptions, originHeadersFor, originTargetFor, settleAsHttp } from "./settle";
+import { extraHeaders, type ForwardOptions, originHeadersFor, settleAsHttp, upstreamOf } from "./settle";
 import { StreamSession, type StreamSessionOptions } from "./stream-session";
 
 export interface StreamForwardOptions extends StreamSessionOptions, ForwardOptions {}
@@ -29,14 +29,16 @@ const NEVER_TOO_LARGE = (): boolean => false;
 
 /**
  * Proxies an admitted upgrade to the origin as a WebSocket.
- * @example const forwardStream = forwardWebSocket({ origin: base, stripCredential: false, forwardMethodOverride: false, maxRequestBytes: 0, table, defaults, rentPeriodMs: 60_000, requestLog: true, usageMaxPending: 10_000, usageFlushIntervalMs: 60_000 });
+ * @example const forwardStream = forwardWebSocket({ upstreams, stripCredential: false, forwardMethodOverride: false, maxRequestBytes: 0, table, defaults, rentPeriodMs: 60_000, requestLog: true, usageMaxPending: 10_000, usageFlushIntervalMs: 60_000 });
  */
 export function forwardWebSocket(options: StreamForwardOptions): (x: Exchange) => Promise<Response> {
-  const base = options.origin;
+  const upstreams = options.upstreams;
   return function forwardWebSocketStep(x) {
     const headers = upgradeHeaders(originHeadersFor(x, options));
-    const target = originTargetFor(x, base);
-    const opening = open(x, target, headers, options).catch((err: unknown) => {
+    const upstream = upstreamOf(x, upstreams);
+    const env = x.env;
+    const target = upstream.url(x.path, x.search, x.request.url);
+    const opening = open(x, target, headers, options, upstream.name, (url, init) => upstream.fetch(url, init, env)).catch((err: unknown) => {
       log.error("stream_open_failed", { error: errorName(err) });
       x.releaseStream?.();
       x.releaseSlot?.();
@@ -48,13 +50,13 @@ export function forwardWebSocket(options: StreamForwardOptions): (x: Exchange) =
   };
 }
 
-async function open(x: Exchange, target: string, headers: Headers, options: StreamForwardOptions): Promise<Response> {
-  const upgrade = await openOriginSocket(target, headers);
+async function open(x: Exchange, target: string, headers: Headers, options: StreamForwardOptions, originName: string, send: (url: string, init: RequestInit) => Promise<Response>): Promise<Response> {
+  const upgrade = await openOriginSocket(target, headers, send);
   if (upgrade.kind !== "open") {
     // No stream: the stream slot goes back now; the rest is an HTTP request's settlement.
     x.releaseStream?.();
     const response = upgrade.kind === "refused" ? Promise.resolve(upgrade.response) : Promise.reject(upgrade.cause);
-    return settleAsHttp(x, { response, tooLarge: NEVER_TOO_LARGE }, options);
+    return settleAsHttp(x, { response, tooLarge: NEVER_TOO_LARGE, origin: originName }, options);
   }
   const pair = new WebSocketPair();
   const client = pair[0];
