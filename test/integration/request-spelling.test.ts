@@ -133,14 +133,19 @@ describe("two credentials on one request (item 6)", () => {
     expect((await problemOf(await callGateway(gatewayRequest("/things", { ip, headers: { "x-api-key": "not-a-key" } }), { TOLLGATE: LIMITED }, { settle: true }))).code).toBe("invalid_credential");
   });
 
-  it("takes the same key in both headers as one credential", async () => {
+  it("takes the same key in both headers as one credential, and Basic auth beside a key as the origin's", async () => {
     const tenant = unique("same");
     await createTenant(LIMITED, tenant);
     const key = (await mintKey(LIMITED, tenant)).key;
+    const other = (await mintKey(LIMITED, tenant)).key;
     const tag = unique("same");
     const res = await callGateway(gatewayRequest("/things", { ip: uniqueIp(), headers: { authorization: `Bearer ${key}`, "x-api-key": ` ${key} `, "x-test-tag": tag } }), { TOLLGATE: LIMITED }, { settle: true });
     expect(res.status).toBe(200);
     expect((await originLog(tag))[0]!.headers["x-tollgate-tenant"]).toBe(tenant);
+    const basic = unique("basic");
+    const withBasic = await callGateway(gatewayRequest("/things", { ip: uniqueIp(), headers: { authorization: "Basic b3JpZ2luOnNlY3JldA==", "x-api-key": other, "x-test-tag": basic } }), { TOLLGATE: LIMITED }, { settle: true });
+    expect(withBasic.status).toBe(200);
+    expect((await originLog(basic))[0]!.headers).toMatchObject({ authorization: "Basic b3JpZ2luOnNlY3JldA==", "x-tollgate-tenant": tenant });
   });
 
   it("records the refusal in shadow mode and forwards as anonymous", async () => {
