@@ -7,6 +7,7 @@
 export type ProblemCode =
   | "invalid_request"
   | "invalid_path"
+  | "ambiguous_credential"
   | "credential_required"
   | "invalid_credential"
   | "credential_revoked"
@@ -42,7 +43,8 @@ interface ProblemInfo {
 
 export const PROBLEMS: Readonly<Record<ProblemCode, ProblemInfo>> = {
   invalid_request: { status: 400, title: "Bad Request", hint: "Fix the field named in `field` and send the request again." },
-  invalid_path: { status: 400, title: "Bad Request", hint: "Send the path without encoded separators (%2F, %5C) or NUL (%00)." },
+  invalid_path: { status: 400, title: "Bad Request", hint: "Send the path without encoded separators (%2F, %5C), NUL (%00), or `.` and `..` segments." },
+  ambiguous_credential: { status: 400, title: "Bad Request", hint: "Send one credential: `Authorization: Bearer <key>` or `X-Api-Key`, not two different ones." },
   credential_required: { status: 401, title: "Unauthorized", hint: "Send an API key in `Authorization: Bearer <key>` or `X-Api-Key`." },
   invalid_credential: { status: 401, title: "Unauthorized", hint: "Check the credential: an API key this gateway issued, or a valid token from an identity provider it trusts." },
   credential_revoked: { status: 401, title: "Unauthorized", hint: "This API key was revoked; ask the operator for a new one." },

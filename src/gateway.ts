@@ -38,7 +38,7 @@ interface Pipeline {
 }
 
 function invalidPath(): Response {
-  return problem("invalid_path", { detail: "The path holds an encoded separator (%2F or %5C) or NUL (%00)." });
+  return problem("invalid_path", { detail: "The path holds an encoded separator (%2F or %5C), NUL (%00), or a `.` or `..` segment." });
 }
 
 /** What is wrong with the configuration, TOLLGATE first, then ORIGIN_URL; null when both are valid (the gateway's 500 and health say the same). */
@@ -80,33 +80,28 @@ export function compileGateway(runtime: Runtime): GatewayHandler {
     }),
   );
   // A WebSocket upgrade (DESIGN §13) runs the same checks up to here (its
-  // rate limits include the open's stream rent), then takes a stream slot
-  // instead of an in-flight slot; it has no body, so no size or quota step.
-  const streamChecks: Check[] = [...checks, streamSlots({ table: runtime.streams, perCredential: config.streams.perCredential })];
-  add(inFlightLimit({ table: runtime.inFlight, bounds: inFlightBounds(config.inFlight) }));
+  // rate limits include the open's stream rent and a response-priced route's
+  // reserve), then takes a stream slot and an in-flight slot (given back once
+  // the origin answers 101); it has no body, so no size or quota step.
+  const inFlight = inFlightLimit({ table: runtime.inFlight, bounds: inFlightBounds(config.inFlight) });
+  const streamChecks: Check[] = [...checks, streamSlots({ table: runtime.streams, perCredential: config.streams.perCredential }), inFlight];
+  add(inFlight);
   add(sizeLimit({ maxRequestBytes: config.maxRequestBytes }));
   add(quotaCheck({ reservationTtlS: config.reservationTtlS, auditWindowS: config.auditWindowMs / 1000 }));
-  const forward = forwardToOrigin({
+  const forwardOptions = {
     upstreams: upstreams.upstreams,
     stripCredential: config.stripCredential,
+    forwardMethodOverride: config.forwardMethodOverride,
     maxRequestBytes: config.maxRequestBytes,
     requestLog: config.requestLog,
     usageMaxPending: config.usageMaxPending,
     usageFlushIntervalMs: config.usageFlushIntervalMs,
-  });
+  };
+  const forward = forwardToOrigin(forwardOptions);
   const http: Pipeline = { checks, forward };
   const streams: Pipeline = {
     checks: streamChecks,
-    forward: forwardWebSocket({
-      upstreams: upstreams.upstreams,
-      stripCredential: config.stripCredential,
-      table: runtime.limiter,
-      defaults: config.defaults,
-      rentPeriodMs: config.streams.rentPeriodMs,
-      requestLog: config.requestLog,
-      usageMaxPending: config.usageMaxPending,
-      usageFlushIntervalMs: config.usageFlushIntervalMs,
-    }),
+    forward: forwardWebSocket({ ...forwardOptions, table: runtime.limiter, defaults: config.defaults, rentPeriodMs: config.streams.rentPeriodMs }),
   };
 
   /** A request answered by the gateway itself: its slot back, its log line. */

@@ -1,4 +1,5 @@
-// DESIGN §3 steps 2–3: the auth-failure gate and the credential. Sets
+// DESIGN §3 steps 2–3: the auth-failure gate and the credential (one: two
+// different ones are refused 400 ambiguous_credential). Sets
 // x.caller (limits compiled, read through the runtime's caches) or answers
 // 401 / 429 / 503. A refused credential charges one unit to the address's
 // auth-failure limit and nothing else; an address already over the limit is
@@ -10,7 +11,7 @@ import type { PolicyCache, PolicySnapshot } from "../cache/policy-cache";
 import type { Caller, Exchange } from "../context";
 import { database } from "../db/client";
 import { problem } from "../errors";
-import { readCredential } from "../identity/api-key";
+import { hasConflictingCredentials, readCredential } from "../identity/api-key";
 import { type CredentialOutcome, type CredentialVerifier, verifyCredential } from "../identity/credential";
 import { log } from "../log/logger";
 import { AUTH_FAILURE_CATEGORY, type AuthFailureGate, authFailuresResponse } from "./auth-gate";
@@ -127,6 +128,10 @@ export function authenticate(options: AuthenticateOptions): Check {
     if (credential === null) {
       if (deny) return refused(x, nowMs, "credential_required", problem("credential_required", { detail: "This gateway requires an API key." }));
       return asAnonymous(x, nowMs);
+    }
+    // Two different credentials: refused before any lookup, charged nothing.
+    if (hasConflictingCredentials(x.request.headers)) {
+      return refused(x, nowMs, "ambiguous_credential", problem("ambiguous_credential", { detail: "The request carries two different credentials (Authorization and X-Api-Key)." }));
     }
     const gateNow = gate.check(x.clientKey, nowMs);
     if (!gateNow.open) {

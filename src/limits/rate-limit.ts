@@ -263,8 +263,9 @@ export function rateLimit(options: RateLimitOptions): Check {
   /** Decides the request at whole-ms `nowMs` (its arrival, or the instant a held request was due). */
   function decideAt(x: Exchange, nowMs: number): CheckResult | Promise<CheckResult> {
     const route = x.route;
-    // A WebSocket upgrade has no answer to price: its route's response_charge does not apply.
-    const responseCharge = route === null || x.upgrade ? null : (responseCharges[route.index] ?? null);
+    // A WebSocket upgrade pays its route's reserve too: an origin that ignores
+    // `Upgrade` answers it as an HTTP request, and that answer is priced.
+    const responseCharge = route === null ? null : (responseCharges[route.index] ?? null);
     const subjects = chargedSubjects(x.caller, defaults);
     // charge_on_status: the route's charges must fit now (nothing is taken); they are taken once the origin's status matches.
     const statuses = route === null || x.upgrade || route.charges.length === 0 ? null : route.chargeOnStatus;

@@ -42,10 +42,15 @@ import { raiseRequestAlerts } from "../alerts/raise";
  */
 export const SMALL_BODY_BYTES = 16 * 1024;
 
-export interface ForwardOptions {
+/** How the origin request's headers are built, for the HTTP and the WebSocket forward alike. */
+export interface OriginHeaderRules {
+  readonly stripCredential: boolean;
+  readonly forwardMethodOverride: boolean;
+}
+
+export interface ForwardOptions extends OriginHeaderRules {
   /** The default origin and each route's (a base URL, a service binding, or the zone's own origin). */
   readonly upstreams: Upstreams;
-  readonly stripCredential: boolean;
   readonly maxRequestBytes: number;
   readonly requestLog: boolean;
   readonly usageMaxPending: number;
@@ -252,14 +257,15 @@ export function withHeaders(response: Response, extra: readonly Header[]): Respo
 }
 
 /** The headers the origin gets for an admitted request (HTTP and WebSocket alike): the client's, filtered, and who is calling. */
-export function originHeadersFor(x: Exchange, stripCredential: boolean): Headers {
+export function originHeadersFor(x: Exchange, rules: OriginHeaderRules): Headers {
   const caller = x.caller;
   return originRequestHeaders(x.request.headers, {
     clientAddress: x.clientAddress,
     tenant: x.tenant?.slug ?? null,
     keyId: caller.kind === "key" ? caller.keyId : null,
     caller: caller.kind === "jwt" ? caller.callerKey : null,
-    stripCredential,
+    stripCredential: rules.stripCredential,
+    forwardMethodOverride: rules.forwardMethodOverride,
   });
 }
 
@@ -280,17 +286,26 @@ export function originUnreachable(name: string): Response {
  * the request's collapsed path, then the query; a service binding with the
  * same path and query; with no ORIGIN_URL, the zone's own origin) and
  * settles everything after.
- * @example const forward = forwardToOrigin({ upstreams, stripCredential: false, maxRequestBytes: 0, requestLog: true, usageMaxPending: 10_000, usageFlushIntervalMs: 60_000 });
+ * @example const forward = forwardToOrigin({ upstreams, stripCredential: false, forwardMethodOverride: false, maxRequestBytes: 0, requestLog: true, usageMaxPending: 10_000, usageFlushIntervalMs: 60_000 });
  */
 export function forwardToOrigin(options: ForwardOptions): (x: Exchange) => Promise<Response> {
   const upstreams = options.upstreams;
   return function forwardStep(x) {
-    const headers = originHeadersFor(x, options.stripCredential);
+    const headers = originHeadersFor(x, options);
     const upstream = upstreamOf(x, upstreams);
     const env = x.env;
     const call = callOrigin(x.request, upstream.url(x.path, x.search, x.request.url), headers, x.declaredBytes, options.maxRequestBytes, (url, init) => upstream.fetch(url, init, env), upstream.name);
-    const settlement = new Settlement(x, call, options);
-    keepAlive(x.ctx, settlement.run());
-    return settlement.answer;
+    return settleAsHttp(x, call, options);
   };
+}
+
+/**
+ * Settles an origin call as an HTTP request (quota, in-flight slot, response
+ * charge, usage, request log), under waitUntil; resolves with the answer.
+ * Also used for a WebSocket upgrade the origin answered without 101.
+ */
+export function settleAsHttp(x: Exchange, call: OriginCall, options: ForwardOptions): Promise<Response> {
+  const settlement = new Settlement(x, call, options);
+  keepAlive(x.ctx, settlement.run());
+  return settlement.answer;
 }

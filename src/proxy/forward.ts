@@ -15,6 +15,8 @@ export interface ForwardIdentity {
   readonly caller: string | null;
   /** Remove the credential headers before forwarding (`strip_credential`). */
   readonly stripCredential: boolean;
+  /** Pass the method-override headers on (`forward_method_override`); dropped otherwise. */
+  readonly forwardMethodOverride: boolean;
 }
 
 /**
@@ -36,8 +38,18 @@ const GATEWAY_OWNED: ReadonlySet<string> = new Set([
 ]);
 const CREDENTIAL_HEADERS: ReadonlySet<string> = new Set(["authorization", "x-api-key"]);
 
+/**
+ * Headers that ask the origin to treat the request as another method: routes
+ * (and their charges and quota) are chosen by the request's own method, so a
+ * `POST` carrying `X-HTTP-Method-Override: PUT` would store at an origin that
+ * honours it without the store route's checks. Dropped unless configured.
+ */
+export const METHOD_OVERRIDE_HEADERS: readonly string[] = ["x-http-method-override", "x-http-method", "x-method-override"];
+
 /** Request headers never passed on: hop-by-hop, and those the gateway owns. */
-const NOT_FORWARDED: ReadonlySet<string> = new Set([...HOP_BY_HOP, ...GATEWAY_OWNED]);
+const NOT_FORWARDED: ReadonlySet<string> = new Set([...HOP_BY_HOP, ...GATEWAY_OWNED, ...METHOD_OVERRIDE_HEADERS]);
+/** The same with `forward_method_override: true`. */
+const NOT_FORWARDED_KEEPING_OVERRIDES: ReadonlySet<string> = new Set([...HOP_BY_HOP, ...GATEWAY_OWNED]);
 
 /**
  * The headers to send the origin: one pass over the client's, then the
@@ -49,10 +61,11 @@ const NOT_FORWARDED: ReadonlySet<string> = new Set([...HOP_BY_HOP, ...GATEWAY_OW
 export function originRequestHeaders(incoming: Headers, who: ForwardIdentity): Headers {
   const out = new Headers();
   const strip = who.stripCredential;
+  const dropped = who.forwardMethodOverride ? NOT_FORWARDED_KEEPING_OVERRIDES : NOT_FORWARDED;
   // Names the client's Connection header lists are hop-by-hop too (they may be anything: never passed to Headers).
   const listed = listedInConnection(incoming.get("connection"));
   incoming.forEach((value, name) => {
-    if (NOT_FORWARDED.has(name) || (listed !== null && listed.has(name)) || (strip && CREDENTIAL_HEADERS.has(name))) return;
+    if (dropped.has(name) || (listed !== null && listed.has(name)) || (strip && CREDENTIAL_HEADERS.has(name))) return;
     out.append(name, value);
   });
   out.set("x-forwarded-for", who.clientAddress);

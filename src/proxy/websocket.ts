@@ -7,8 +7,8 @@
 // workerd performs the origin handshake itself: given `Upgrade: websocket` it
 // writes its own Sec-WebSocket-Key and -Version (it replaces whatever the
 // request carries) and answers 101 with `response.webSocket`; an origin that
-// refuses answers an ordinary response, which goes back to the client whole.
-import { errorName } from "../log/logger";
+// refuses (or ignores `Upgrade`, as most frameworks do) answers an ordinary
+// response, which is settled and passed back as any HTTP answer is.
 
 /**
  * Handshake headers that belong to one hop: each side negotiates its own key,
@@ -26,8 +26,9 @@ export function upgradeHeaders(forwarded: Headers): Headers {
 
 export type OriginUpgrade =
   | { readonly kind: "open"; readonly socket: WebSocket; readonly protocol: string | null }
+  /** The origin answered without 101: an HTTP answer. */
   | { readonly kind: "refused"; readonly response: Response }
-  | { readonly kind: "unreachable"; readonly error: string };
+  | { readonly kind: "unreachable"; readonly cause: unknown };
 
 /** Opens the origin's end of a stream at `target` (an http(s) URL) through `send` (fetch, or a service binding's). Never throws. */
 export async function openOriginSocket(target: string, headers: Headers, send: (url: string, init: RequestInit) => Promise<Response> = (url, init) => fetch(url, init)): Promise<OriginUpgrade> {
@@ -35,7 +36,7 @@ export async function openOriginSocket(target: string, headers: Headers, send: (
   try {
     response = await send(target, { method: "GET", headers, redirect: "manual" });
   } catch (err) {
-    return { kind: "unreachable", error: errorName(err) };
+    return { kind: "unreachable", cause: err };
   }
   const socket = response.webSocket;
   if (response.status !== 101 || socket === null) return { kind: "refused", response };

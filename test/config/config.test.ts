@@ -22,6 +22,7 @@ describe("config", () => {
       expect(c.anonymous).toBe("allow");
       expect(c.exemptPaths).toEqual(DEFAULT_EXEMPT_PATHS);
       expect(c.stripCredential).toBe(false);
+      expect(c.forwardMethodOverride).toBe(false);
       expect(c.maxRequestBytes).toBe(0);
       expect(c.cacheTtlMs).toBe(DEFAULT_CACHE_TTL_S * 1000);
       expect(c.staleIfErrorMs).toBe(300_000);
@@ -80,6 +81,7 @@ describe("config", () => {
     [{ trusted_proxies: ["10.0.0.0/8", "not-a-cidr"] }, "trusted_proxies.1"],
     [{ exempt_paths: ["healthz"] }, "exempt_paths.0"],
     [{ strip_credential: "yes" }, "strip_credential"],
+    [{ forward_method_override: "true" }, "forward_method_override"],
     [{ max_request_bytes: -1 }, "max_request_bytes"],
     [{ max_request_bytes: 1.5 }, "max_request_bytes"],
     [{ cache_ttl_s: 0 }, "cache_ttl_s"],
