@@ -23,13 +23,22 @@ import { UsageTracker } from "./identity/usage-tracker";
 import { compileJwtConfig, type JwtVerifier } from "./identity/jwt-verifier";
 import { log } from "./log/logger";
 import { type OriginBaseResult, parseOriginBase } from "./proxy/origin-url";
-import { sha256Bytes } from "./utils/crypto";
+import { deriveHmacKey, sha256Bytes } from "./utils/crypto";
+
+/** What the console session keys are derived for: no other signature made from a token verifies as a session. */
+const CONSOLE_SESSION_KEY_LABEL = "tollgate console session v1";
 
 /** Shorter admin tokens disable the admin API (DESIGN §8). */
 const MIN_ADMIN_TOKEN_CHARS = 32;
 
 export type AdminTokens =
-  | { readonly enabled: true; readonly admin: Promise<Uint8Array>; readonly auditor: Promise<Uint8Array> | null }
+  | {
+      readonly enabled: true;
+      readonly admin: Promise<Uint8Array>;
+      readonly auditor: Promise<Uint8Array> | null;
+      /** Keys that sign the console's session cookies, each derived from its token: a changed token voids its sessions. */
+      readonly sessionKeys: { readonly admin: Promise<CryptoKey>; readonly auditor: Promise<CryptoKey> | null };
+    }
   | { readonly enabled: false; readonly reason: string };
 
 export interface Runtime {
@@ -93,7 +102,12 @@ function adminTokensOf(env: Bindings): AdminTokens {
   const auditor = configuredToken(env.AUDITOR_TOKEN);
   // A short auditor token is ignored rather than disabling the admin token: it simply never matches.
   const auditorOk = auditor !== null && auditor.length >= MIN_ADMIN_TOKEN_CHARS;
-  return { enabled: true, admin: sha256Bytes(admin), auditor: auditorOk ? sha256Bytes(auditor) : null };
+  return {
+    enabled: true,
+    admin: sha256Bytes(admin),
+    auditor: auditorOk ? sha256Bytes(auditor) : null,
+    sessionKeys: { admin: deriveHmacKey(admin, CONSOLE_SESSION_KEY_LABEL), auditor: auditorOk ? deriveHmacKey(auditor, CONSOLE_SESSION_KEY_LABEL) : null },
+  };
 }
 
 /** Builds the runtime for an env. Pure of module state; runtimeFor() keeps the last one. */

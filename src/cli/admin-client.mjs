@@ -1,5 +1,5 @@
 // @ts-check
-// The CLI's only way out: HTTP calls to the admin API (DESIGN §8). A refusal
+// The CLI's only way out: HTTP calls to the admin API. A refusal
 // (problem+json) becomes a CliError carrying its `code` and `detail` on one
 // line; so does a network failure. Nothing here prints.
 import { oneLine, refusedError, usageError } from "./cli-error.mjs";
@@ -23,12 +23,20 @@ const MAX_PAGES = 10_000;
  * @property {unknown} [body] sent as JSON
  */
 
+/** Hosts a plain-http URL may name: this machine only (`npm start`, `wrangler dev`). */
+function isLoopback(/** @type {string} */ hostname) {
+  return hostname === "localhost" || hostname.endsWith(".localhost") || hostname === "[::1]" || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(hostname);
+}
+
 /**
  * The admin API's base: the gateway URL given (`https://gw.example.com`) plus
- * /_tollgate/admin/v1, unless it already ends with that.
+ * /_tollgate/admin/v1, unless it already ends with that. Plain `http://` is
+ * refused for any host but this machine (the admin token would cross the
+ * network in clear) unless `insecureHttp` says the operator means it.
  * @param {string | undefined} url
+ * @param {{ insecureHttp?: boolean }} [options]
  */
-export function adminBaseUrl(url) {
+export function adminBaseUrl(url, options = {}) {
   if (url === undefined || url.trim() === "") throw usageError("no gateway URL: set TOLLGATE_URL or pass --url");
   let parsed;
   try {
@@ -37,6 +45,9 @@ export function adminBaseUrl(url) {
     throw usageError(`--url: not a URL: ${url}`);
   }
   if (parsed.protocol !== "http:" && parsed.protocol !== "https:") throw usageError(`--url: must be http:// or https://, not ${parsed.protocol}`);
+  if (parsed.protocol === "http:" && !isLoopback(parsed.hostname) && options.insecureHttp !== true) {
+    throw usageError(`--url: refusing http:// to ${parsed.hostname}: the admin token would cross the network unencrypted. Use https://, or pass --insecure-http if you mean it`);
+  }
   if (parsed.search !== "" || parsed.hash !== "") throw usageError("--url: must not have a query or fragment");
   const path = parsed.pathname.replace(/\/+$/, "");
   parsed.pathname = path.endsWith(ADMIN_PREFIX) ? path : `${path}${ADMIN_PREFIX}`;
@@ -73,10 +84,10 @@ function networkReason(error) {
 
 export class AdminClient {
   /**
-   * @param {{ url: string | undefined, token: string | undefined }} target
+   * @param {{ url: string | undefined, token: string | undefined, insecureHttp?: boolean }} target
    */
   constructor(target) {
-    this.baseUrl = adminBaseUrl(target.url);
+    this.baseUrl = adminBaseUrl(target.url, { insecureHttp: target.insecureHttp });
     const token = target.token?.trim();
     if (token === undefined || token === "") throw usageError("no admin token: set TOLLGATE_ADMIN_TOKEN or pass --token");
     this.token = token;

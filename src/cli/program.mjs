@@ -42,6 +42,7 @@ export function buildProgram(runtime) {
     .option("--url <url>", "the gateway's URL (default: $TOLLGATE_URL)")
     .option("--token <token>", "the admin token (default: $TOLLGATE_ADMIN_TOKEN)")
     .option("--json", "print the API's JSON instead of tables")
+    .option("--insecure-http", "allow an http:// URL to a host other than this machine (the token then travels unencrypted)")
     .configureHelp({ showGlobalOptions: true })
     .configureOutput({
       writeOut: runtime.out,

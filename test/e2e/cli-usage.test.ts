@@ -131,6 +131,22 @@ describe("usage errors exit 2 with one line and send nothing", () => {
     expectUsageError(await runCli(["tenants", "ls"], { env: { TOLLGATE_ADMIN_TOKEN: "t".repeat(40) } }), /no gateway URL: set TOLLGATE_URL or pass --url/);
   });
 
+  it("refuses plain http:// to a host other than this machine unless --insecure-http", async () => {
+    const before = fake.received.length;
+    // 0.0.0.0 reaches this machine's listener, yet is no loopback name: the refusal is about the name given.
+    const remote = fake.url.replace("127.0.0.1", "0.0.0.0");
+    const token = "t".repeat(40);
+    for (const url of [remote, "http://gw.example.com", "http://10.0.0.1:8787"]) {
+      expectUsageError(await runCli(["tenants", "ls", "--url", url, "--token", token]), /--url: refusing http:\/\/ to .+ unencrypted\. Use https:\/\/, or pass --insecure-http/);
+    }
+    expect(fake.received.length).toBe(before);
+    const insecure = await runCli(["tenants", "ls", "--url", remote, "--token", token, "--insecure-http"]);
+    expect(fake.received.length, insecure.stderr).toBe(before + 1);
+    // Loopback names need no flag.
+    await runCli(["tenants", "ls", "--url", fake.url.replace("127.0.0.1", "localhost"), "--token", token]);
+    expect(fake.received.length).toBe(before + 2);
+  });
+
   it("refuses a URL that is not http or https", async () => {
     expectUsageError(await runCli(["tenants", "ls", "--url", "ftp://gw.example", "--token", "x"]), /--url: must be http:\/\/ or https:\/\//);
   });
