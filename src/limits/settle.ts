@@ -205,14 +205,21 @@ class Settlement {
   }
 }
 
-/** Starts the background flushes of key usage and metering when they are due (on most requests neither is: nothing is allocated). */
+/**
+ * Starts the background flushes of key usage and metering when they are due
+ * (on most requests of a busy isolate neither is: nothing is allocated).
+ * Metering is also written at once when this request is the isolate's only
+ * one in flight: on a quiet gateway no later request may come to carry it.
+ */
 export function flushUsage(x: Exchange, nowMs: number, intervalMs: number): void {
   const { keyUsage, meter } = x.runtime;
-  if (!keyUsage.flushDue(nowMs) && !meter.flushDue(nowMs, intervalMs)) return;
+  const idle = meter.hasPending && x.runtime.inFlight.total <= 1;
+  if (!idle && !keyUsage.flushDue(nowMs) && !meter.flushDue(nowMs, intervalMs)) return;
   const db = () => database(x.env.DB);
   const later = (work: Promise<unknown>) => keepAlive(x.ctx, work);
   keyUsage.maybeFlush(db, nowMs, intervalMs, later);
-  meter.maybeFlush(db, nowMs, intervalMs, later);
+  if (idle) meter.flushIdle(db, nowMs, later);
+  else meter.maybeFlush(db, nowMs, intervalMs, later);
 }
 
 const NO_HEADERS: readonly Header[] = Object.freeze([]);
