@@ -16,8 +16,10 @@
 //   it can exceed q when the burst is larger than the count.
 // - t and X-RateLimit-Reset are the seconds until the limit is fully earned
 //   back (r is back to the burst).
-// - X-RateLimit-Limit is the burst B: the most a full bucket admits at once,
-//   so Remaining never exceeds Limit.
+// - X-RateLimit-Limit is q, the same limit RateLimit-Policy describes (count
+//   per window_s); X-RateLimit-Remaining is r, so with a burst larger than
+//   the count Remaining can exceed Limit (up to the burst, which the policy
+//   carries as tollgate-burst).
 // The policy name is "<category>-<subject kind>-<window>", e.g.
 // "request-ip-60s": never the subject itself, so no caller key, address or
 // credential reaches a header.
@@ -63,7 +65,7 @@ export function rateLimitHeaders(decision: Decision, charges: readonly Charge[])
   return [
     ["RateLimit-Policy", policy],
     ["RateLimit", `"${name}";r=${figures.remaining};t=${resetS}`],
-    ["X-RateLimit-Limit", String(limit.burst)],
+    ["X-RateLimit-Limit", String(limit.count)],
     ["X-RateLimit-Remaining", String(figures.remaining)],
     ["X-RateLimit-Reset", String(resetS)],
   ];
