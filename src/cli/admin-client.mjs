@@ -55,22 +55,48 @@ export function adminBaseUrl(url, options = {}) {
 }
 
 /**
+ * The API's advice in a refusal names API calls (it is written for every
+ * client); the operator at a terminal typed commands, so these are named
+ * as the commands that do the same.
+ */
+const CLI_WORDING = /** @type {const} */ ([
+  [/create it with PUT \/orgs\/([a-z0-9._-]+)/g, "create it with 'tollgate orgs put $1'"],
+  [/\(PUT \/tenants\/\{tenant\}\/limits with "org": null\)/g, "('tollgate tenants set <tenant> --no-org')"],
+  [/PUT \/tenants\/\{tenant\}\/limits/g, "'tollgate tenants set <tenant>'"],
+  [/DELETE \/callers\/([^\s/]+)\/state/g, "'tollgate reset $1'"],
+  [/GET \/callers\/([^\s/]+)/g, "'tollgate explain $1'"],
+]);
+
+/** A refusal's detail in the CLI's words (see CLI_WORDING). */
+export function inCliWords(/** @type {string} */ detail) {
+  let text = detail;
+  for (const [pattern, replacement] of CLI_WORDING) text = text.replace(pattern, replacement);
+  return text;
+}
+
+/**
  * `code (status): detail` from a problem+json body, or a plain description
  * of a non-problem answer. Never the whole body: it could be a page of HTML.
  * @param {number} status
  * @param {string} text
+ * @param {string} [origin] the gateway's origin, to say that it does not look like a Tollgate
  */
-export function describeRefusal(status, text) {
+export function describeRefusal(status, text, origin) {
   try {
     const problem = /** @type {unknown} */ (JSON.parse(text));
     if (typeof problem === "object" && problem !== null && "code" in problem && typeof problem.code === "string") {
-      const detail = "detail" in problem && typeof problem.detail === "string" ? problem.detail : "";
+      const detail = "detail" in problem && typeof problem.detail === "string" ? inCliWords(problem.detail) : "";
       return oneLine(`${problem.code} (${status})${detail === "" ? "" : `: ${detail}`}`);
     }
   } catch {
     // not JSON: described below
   }
-  return `the gateway answered HTTP ${status} without a problem+json body`;
+  return `${origin ?? "the gateway"} answered HTTP ${status} without a problem+json body: it does not look like a Tollgate admin API (check TOLLGATE_URL or --url)`;
+}
+
+/** The refusal for an answer of the wrong shape: most likely the URL is not a Tollgate at all. */
+export function notTollgate(/** @type {string} */ origin, /** @type {string} */ what) {
+  return refusedError(`${origin} is not answering as a Tollgate admin API does (${what}): check TOLLGATE_URL or --url`);
 }
 
 /** @param {unknown} error */
@@ -119,7 +145,7 @@ export class AdminClient {
     } catch (error) {
       throw refusedError(`could not reach ${url.origin}: ${oneLine(networkReason(error))}`);
     }
-    if (!res.ok) throw refusedError(describeRefusal(res.status, text));
+    if (!res.ok) throw refusedError(describeRefusal(res.status, text, url.origin));
     return { status: res.status, headers: res.headers, text };
   }
 
@@ -138,9 +164,9 @@ export class AdminClient {
     try {
       body = /** @type {unknown} */ (JSON.parse(res.text));
     } catch {
-      throw refusedError(`${method} ${path}: the gateway's answer is not JSON`);
+      throw notTollgate(new URL(this.baseUrl).origin, "its answer is not JSON");
     }
-    if (typeof body !== "object" || body === null || Array.isArray(body)) throw refusedError(`${method} ${path}: the gateway's answer is not a JSON object`);
+    if (typeof body !== "object" || body === null || Array.isArray(body)) throw notTollgate(new URL(this.baseUrl).origin, "its answer is not a JSON object");
     return { status: res.status, body: /** @type {Record<string, unknown>} */ (body) };
   }
 
@@ -181,7 +207,7 @@ export class AdminClient {
     const items = [];
     for await (const body of this.pages("GET", path)) {
       const list = body[field];
-      if (!Array.isArray(list)) throw refusedError(`GET ${path}: the answer has no "${field}" list`);
+      if (!Array.isArray(list)) throw notTollgate(new URL(this.baseUrl).origin, `its answer has no "${field}" list`);
       items.push(...list);
     }
     return items;
