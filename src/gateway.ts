@@ -1,4 +1,4 @@
-// The data plane: the pipeline of DESIGN §3, in order, compiled once per
+// The data plane: the pipeline of docs/design.md, in order, compiled once per
 // runtime. Each step is a factory from its own folder, built here with what
 // it needs; this file only decides the order and runs it.
 //
@@ -68,7 +68,7 @@ export function compileGateway(runtime: Runtime): GatewayHandler {
   add(authenticate({ anonymous: config.anonymous, verifier: runtime, gate: runtime.authGate, policy: runtime.policy }));
   add(matchRoute(config.routes));
   add(rateLimit({ table: runtime.limiter, leases: runtime.leases, now: runtime.now, defaults: config.defaults, responseCharges: config.responseCharges }));
-  // A WebSocket upgrade (DESIGN §13) runs the same checks up to here (its
+  // A WebSocket upgrade runs the same checks up to here (its
   // rate limits include the open's stream rent), then takes a stream slot
   // instead of an in-flight slot; it has no body, so no size or quota step.
   const streamChecks: Check[] = [...checks, streamSlots({ table: runtime.streams, perCredential: config.streams.perCredential })];

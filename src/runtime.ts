@@ -1,4 +1,4 @@
-// One runtime per config (issue 11, DESIGN §18): everything the gateway
+// One runtime per config (issue 11, docs/design.md): everything the gateway
 // derives from its configuration — the parsed TOLLGATE config, the origin
 // URL, the admin tokens, the limiter table, the in-flight table, the caches
 // and the compiled data plane — built once, the first time a configuration
@@ -28,7 +28,7 @@ import { deriveHmacKey, sha256Bytes } from "./utils/crypto";
 /** What the console session keys are derived for: no other signature made from a token verifies as a session. */
 const CONSOLE_SESSION_KEY_LABEL = "tollgate console session v1";
 
-/** Shorter admin tokens disable the admin API (DESIGN §8). */
+/** Shorter admin tokens disable the admin API. */
 const MIN_ADMIN_TOKEN_CHARS = 32;
 
 export type AdminTokens =
@@ -50,10 +50,10 @@ export interface Runtime {
   readonly origin: OriginBaseResult;
   readonly adminTokens: AdminTokens;
   readonly limiter: LimiterTable;
-  /** Leases on global limits (DESIGN §11), bounded by cache_max_entries (subject, category) groups. */
+  /** Leases on global limits, bounded by cache_max_entries (subject, category) groups. */
   readonly leases: GlobalLeases;
   readonly inFlight: InFlightTable;
-  /** Open WebSocket streams per credential (DESIGN §13). */
+  /** Open WebSocket streams per credential. */
   readonly streams: StreamTable;
   readonly authGate: AuthFailureGate;
   readonly keys: KeyCache;
@@ -64,11 +64,11 @@ export interface Runtime {
   readonly keyUsage: UsageTracker;
   /** Monthly metering per tenant waiting to be written to D1; bounded by usage.max_pending. */
   readonly meter: UsageMeter;
-  /** JWT verification (DESIGN §12): its key sets and verified tokens; null when no issuer is configured. */
+  /** JWT verification: its key sets and verified tokens; null when no issuer is configured. */
   readonly jwt: JwtVerifier | null;
   /** The clock every decision reads (Unix ms). Date.now() unless a test gives its own. */
   readonly now: () => number;
-  /** The compiled data plane (DESIGN §3). */
+  /** The compiled data plane. */
   readonly gateway: GatewayHandler;
 }
 

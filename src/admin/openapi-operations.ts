@@ -1,5 +1,5 @@
 // The OpenAPI paths of the caller-operation, org, tenant-listing and
-// reconciliation calls (DESIGN §15, §16).
+// reconciliation calls.
 import { DEFAULT_PAGE, DEFAULT_RECONCILE_PAGE, MAX_PAGE, MAX_RECONCILE_PAGE } from "./operation-schemas";
 import { MAX_ORG_TENANTS_READ } from "./orgs";
 import { COMMON_ERRORS, type Json, jsonContent, op, pageParams, problemResponse, ref, WRITE_ERRORS } from "./openapi-parts";
@@ -46,7 +46,7 @@ export function operationPaths(): Json {
       parameters: [explainCallerParam],
       get: op(
         "Explain a caller: every (category, subject, limit) that applies, its source, its scope and its standing (remaining, reset_ms: this isolate's, or the ledger's for a global limit, null with `ledger_error` when the ledger cannot be read), the override and the block that apply; charges nothing",
-        { "200": { description: "the explanation (DESIGN §15)" }, "400": problemResponse("invalid_request: `caller_key`"), "404": problemResponse("not_found: no such key or tenant"), ...COMMON_ERRORS },
+        { "200": { description: "the explanation" }, "400": problemResponse("invalid_request: `caller_key`"), "404": problemResponse("not_found: no such key or tenant"), ...COMMON_ERRORS },
       ),
     },
     "/callers/{caller_key}/state": {

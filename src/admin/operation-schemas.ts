@@ -1,5 +1,4 @@
-// Schemas of the caller-operation, org and reconciliation calls (DESIGN §15,
-// §16): bodies and queries the routes validate with, and the answers the
+// Schemas of the caller-operation, org and reconciliation calls (docs/design.md): bodies and queries the routes validate with, and the answers the
 // OpenAPI document describes. Registered in the same registry as schemas.ts.
 import { z } from "zod";
 import { isoOut, isoTimestamp, MAX_CALLER_KEY_CHARS, overrideSchema, quotaSchema, reasonSchema, registry, TENANT_SLUG, tenantSchema, tenantSlugSchema } from "./schemas";

@@ -1,4 +1,4 @@
-// DESIGN §3 steps 2–3: the auth-failure gate and the credential. Sets
+// docs/design.md steps 2–3: the auth-failure gate and the credential. Sets
 // x.caller (limits compiled, read through the runtime's caches) or answers
 // 401 / 429 / 503. A refused credential charges one unit to the address's
 // auth-failure limit and nothing else; an address already over the limit is
@@ -66,7 +66,7 @@ export function authenticate(options: AuthenticateOptions): Check {
         const callerKey = `key:${record.keyId}`;
         const snapshot = policyOf(x, policy, nowMs);
         const set = (s: PolicySnapshot): CheckResult => {
-          // A blocked tenant is known only once its key is (DESIGN §15): refused here, before any charge.
+          // A blocked tenant is known only once its key is: refused here, before any charge.
           if (s.blockOf(`tenant:${record.tenant.slug}`, nowMs) !== null) {
             const blocked = x.refuse("blocked", blockedResponse());
             if (blocked !== null) return blocked;
@@ -90,7 +90,7 @@ export function authenticate(options: AuthenticateOptions): Check {
         const tenant = outcome.tenant;
         const snapshot = policyOf(x, policy, nowMs);
         const set = (s: PolicySnapshot): CheckResult => {
-          // JWT callers and their tenants are known only now (DESIGN §15): a block applies here, before any charge.
+          // JWT callers and their tenants are known only now: a block applies here, before any charge.
           if (s.blockOf(callerKey, nowMs) !== null || (tenant !== null && s.blockOf(`tenant:${tenant.slug}`, nowMs) !== null)) {
             const blocked = x.refuse("blocked", blockedResponse());
             if (blocked !== null) return blocked;

@@ -1,4 +1,4 @@
-// The forward and everything after it (DESIGN §3 steps 9–10 and "A client
+// The forward and everything after it (docs/design.md steps 9–10 and "A client
 // that hangs up"), in one place: the origin call, the quota commit or
 // release, the release of the in-flight slot, key usage, metering and the
 // request-log line.
