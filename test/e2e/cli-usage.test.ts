@@ -51,16 +51,16 @@ async function commandPaths(): Promise<string[][]> {
 describe("tollgate --help", () => {
   it("answers every command's --help with its usage on stdout and exit 0", async () => {
     const paths = await commandPaths();
-    // tollgate, 8 commands, 20 subcommands: issue 17's list plus `overrides get` and `reset` (issue 16's reset).
-    expect(paths).toHaveLength(29);
+    // tollgate, 9 commands, 22 subcommands: issue 17's list plus `overrides get` and `reset` (issue 16's reset), and issue 30's `tenants set`, `blocks get` and `audit`.
+    expect(paths).toHaveLength(32);
     expect(paths.map((p) => p.join(" "))).toEqual(
       expect.arrayContaining([
-        "tenants ls", "tenants get", "tenants put", "tenants rm",
+        "tenants ls", "tenants get", "tenants put", "tenants set", "tenants rm",
         "keys mint", "keys ls", "keys revoke",
         "overrides ls", "overrides put", "overrides rm",
-        "blocks ls", "blocks add", "blocks rm",
+        "blocks ls", "blocks get", "blocks add", "blocks rm",
         "orgs ls", "orgs get", "orgs put", "orgs rm",
-        "explain", "reset", "usage export", "usage reconcile",
+        "explain", "reset", "usage export", "usage reconcile", "audit",
       ]),
     );
     for (const path of paths) {
@@ -80,6 +80,14 @@ describe("tollgate --help", () => {
     expect(result.stdout).toMatch(/^Usage: tollgate tenants put \[options\] <tenant>\n/);
     expect(result.stdout).toContain("--limits <json>");
     expect(result.stdout).toContain("--body <json>");
+  });
+
+  it("shows both --limits shapes, each with an example, in the help of every command that takes --limits", async () => {
+    for (const path of [["tenants", "put"], ["tenants", "set"], ["keys", "mint"], ["overrides", "put"]]) {
+      const { stdout } = await runCliInProcess([...path, "--help"]);
+      expect(stdout, path.join(" ")).toContain(`'{"request":{"key":[{"count":100,"window_s":60}]`);
+      expect(stdout, path.join(" ")).toContain(`'{"request":[{"count":100,"window_s":60}]`);
+    }
   });
 
   it("prints the package version for --version", async () => {
@@ -115,6 +123,10 @@ describe("usage errors exit 2 with one line and send nothing", () => {
     ["a duration that is not one", ["blocks", "add", "ip:192.0.2.1", "--expires-in", "soon"], /--expires-in: not a duration/],
     ["both expiry flags", ["blocks", "add", "ip:192.0.2.1", "--expires-in", "1h", "--expires-at", "2030-01-01T00:00:00Z"], /give one, not both/],
     ["a path-traversing argument", ["tenants", "rm", ".."], /tenant: not a valid value/],
+    ["a key's --limits shape for a tenant", ["tenants", "put", "acme", "--limits", '{"request":[{"count":1,"window_s":1}]}'], /--limits: a tenant's limits name whom each list applies to/],
+    ["a tenant's --limits shape for an override", ["overrides", "put", "ip:192.0.2.1", "--limits", '{"request":{"key":[{"count":1,"window_s":1}]}}'], /--limits: a key's or an override's limits are a list per category, e\.g\. \{"request":\[/],
+    ["tenants set with nothing to set", ["tenants", "set", "acme"], /name at least one of --org, --no-org, --limits, --quota/],
+    ["part of a key for explain", ["explain", "key:tg_abc"], /the 12 characters after tg_/],
   ];
 
   it.each(cases)("refuses %s", async (_name, args, message) => {
