@@ -13,6 +13,9 @@ import { link, page, pager, refused, searchForm, section, tenantPicker, valueOf 
 const FILTERS = /** @type {const} */ (["kind", "tenant", "caller"]);
 const KEY_ID = /^[0-9a-z]{12}$/;
 
+/** ISO 8601 instants in a detail, shown as every other time in the console is. */
+const ISO_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?Z$/;
+
 /**
  * A detail value as one line of text: objects as `name value` pairs, lists joined.
  * @param {unknown} value
@@ -25,6 +28,7 @@ function valueText(value) {
     const entries = Object.entries(value);
     return entries.length === 0 ? "none" : entries.map(([name, v]) => `${name.replaceAll("_", " ")} ${typeof v === "object" && v !== null ? `(${valueText(v)})` : valueText(v)}`).join("; ");
   }
+  if (typeof value === "string" && ISO_TIME.test(value)) return `${value.slice(0, 16).replace("T", " ")} UTC`;
   return String(value);
 }
 
@@ -46,7 +50,8 @@ function detailFields(detail) {
  * @param {AuditEvent} e
  */
 function subjectCell(e) {
-  const target = typeof e.detail === "object" && e.detail !== null && "target" in e.detail && typeof e.detail.target === "string" ? e.detail.target : null;
+  const detail = typeof e.detail === "object" && e.detail !== null ? /** @type {Record<string, unknown>} */ (e.detail) : {};
+  const target = typeof detail.target === "string" ? detail.target : null;
   const subject = target ?? e.subject;
   if (subject === null) return "—";
   const caller = KEY_ID.test(subject) ? `key:${subject}` : subject;
