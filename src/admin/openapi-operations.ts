@@ -24,8 +24,24 @@ const orgParam: Json = { name: "org", in: "path", required: true, schema: { type
 const blockIdParam: Json = { name: "id", in: "path", required: true, schema: { type: "integer", minimum: 1 } };
 const deleted = (props: Json): Json => ({ description: "deleted", content: jsonContent({ type: "object", properties: { ...props, deleted: { type: "boolean" } } }) });
 
+const sessionState: Json = {
+  description: "whether a console session is live",
+  content: jsonContent({
+    type: "object",
+    properties: { signed_in: { type: "boolean" }, role: { type: "string", enum: ["admin", "auditor"] }, expires_at: { type: "string" }, ended: { type: "boolean" } },
+  }),
+};
+
 export function operationPaths(): Json {
   return {
+    "/session": {
+      get: op("Whether this browser holds a live console session (the `tollgate_console` cookie, read only beside `X-Tollgate-Console: 1`). Always 200, with no token: signed in or not", { "200": sessionState }, { security: [] }),
+      post: op(
+        "Sign the console in: the Bearer token (admin or auditor; never a session) is exchanged for the `tollgate_console` cookie — HttpOnly; Secure; SameSite=Strict; Path=/_tollgate; 12 hours; signed with a key derived from the token, so a changed token ends it. Every admin call then accepts the cookie beside `X-Tollgate-Console: 1`",
+        { "200": sessionState, ...COMMON_ERRORS },
+      ),
+      delete: op("Sign the console out: clears the cookie", { "200": sessionState, "400": problemResponse("invalid_request: no `X-Tollgate-Console: 1`") }, { security: [] }),
+    },
     "/tenants": {
       get: op("Tenants in slug order, with their org", { "200": { description: "a page", content: jsonContent(ref("TenantPage")) }, "400": problemResponse("invalid_request"), ...COMMON_ERRORS }, { parameters: pageParams("a tenant slug", MAX_PAGE, DEFAULT_PAGE) }),
     },
