@@ -70,7 +70,7 @@ export async function tenantView(ctx) {
         link("Explain", "explain", { caller: `tenant:${tenant.tenant}` }),
         link("Audit trail", "audit", q),
       ),
-      section("Quota use", quotaGauges(tenant.usage ?? null, tenant.quota)),
+      section("Quota use now", el("p", { class: "hint" }, "Live, from the tenant's quota object."), quotaGauges(tenant.usage ?? null, tenant.quota)),
       editForm(ctx, tenant),
       section("Danger zone", el("p", { class: "hint" }, "Deleting a tenant revokes all its keys."), remove),
     ),
