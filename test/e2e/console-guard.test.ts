@@ -117,7 +117,8 @@ describe.runIf(BROWSER_TESTS)("signing in", () => {
     await page.getByRole("alert").getByText("That token was not accepted.").waitFor();
     expect(await page.content()).not.toContain(wrong);
     expect(await page.getByLabel("Admin or auditor token").inputValue()).toBe("");
-    expect(await page.evaluate("sessionStorage.length")).toBe(0);
+    expect(await page.evaluate("sessionStorage.length + localStorage.length")).toBe(0);
+    expect(await tab.context.cookies()).toEqual([]);
     expect(await page.getByRole("navigation", { name: "Console" }).isVisible()).toBe(false);
     expect(page.url()).not.toContain(wrong);
     await screenshot(page, "sign-in-refused");
