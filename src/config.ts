@@ -1,7 +1,7 @@
 // The TOLLGATE var, parsed and validated (zod) once per config object by the
 // runtime (src/runtime.ts). Every field is optional; its default is a named
 // constant below. Every value is checked against what the runtime can use
-// (DESIGN §9): a config that validates works. An invalid config is not a
+//: a config that validates works. An invalid config is not a
 // crash: parseConfig returns the field and the reason (never the value: the
 // answer reaches every client), every gateway request answers 500
 // config_invalid naming the field, and /_tollgate/health says so.
@@ -47,7 +47,7 @@ export const DEFAULT_AUDIT_WINDOW_S = 60;
 export const DEFAULT_REQUEST_LOG = true;
 /** The ratelimit-headers draft the RateLimit fields follow. */
 export const DEFAULT_RATE_LIMIT_HEADERS: HeaderVersion = "draft-11";
-/** The scope of a limit that does not name one (DESIGN §11). */
+/** The scope of a limit that does not name one. */
 export const DEFAULT_LIMIT_SCOPE: LimitScope = "isolate";
 /** Global limits: L = max_overshoot × W, at least min_lease_ms; on_error is what happens while the ledger cannot answer. */
 export const DEFAULT_GLOBAL_MAX_OVERSHOOT = 0.02;
@@ -55,9 +55,9 @@ export const DEFAULT_GLOBAL_MIN_LEASE_MS = 50;
 export const DEFAULT_GLOBAL_ON_ERROR = "local";
 /** A lease longer than a minute would make the overshoot bound meaningless for most limits. */
 export const MAX_GLOBAL_MIN_LEASE_MS = 60_000;
-/** Stream rent (DESIGN §13): one `stream_rent` unit at open and at the start of every period while a stream stays open. */
+/** Stream rent: one `stream_rent` unit at open and at the start of every period while a stream stays open. */
 export const DEFAULT_STREAM_RENT_PERIOD_S = 60;
-/** Open WebSocket streams per credential per isolate (DESIGN §13). */
+/** Open WebSocket streams per credential per isolate. */
 export const DEFAULT_STREAMS_PER_CREDENTIAL = 100;
 /** An isolate has 128 MB; the limiter table is preallocated, so its bound must leave room for the rest. */
 export const MAX_LIMITER_MEMORY_MIB = 64;
@@ -253,7 +253,7 @@ export interface Config {
   readonly cacheMaxEntries: number;
   readonly defaults: CategoryDefaults;
   readonly routes: RouteMatcher;
-  /** Each route's response_charge (DESIGN §14), by route index; null where a route has none. */
+  /** Each route's response_charge, by route index; null where a route has none. */
   readonly responseCharges: readonly (ResponseCharge | null)[];
   readonly authFailureLimits: readonly Limit[];
   readonly inFlight: { readonly perCredential: number; readonly budget: number; readonly credentialShare: number; readonly tenantShare: number };
@@ -262,7 +262,7 @@ export interface Config {
   readonly limiterMaxDelayed: number;
   /** The scope of a limit (config, tenant, key, override) that does not name one. The built-in defaults are per isolate. */
   readonly defaultScope: LimitScope;
-  /** Global limits (DESIGN §11): L = maxOvershoot × W, at least minLeaseMs; onError while the ledger cannot answer. */
+  /** Global limits: L = maxOvershoot × W, at least minLeaseMs; onError while the ledger cannot answer. */
   readonly global: { readonly maxOvershoot: number; readonly minLeaseMs: number; readonly onError: "local" | "deny" };
   readonly usageFlushIntervalMs: number;
   readonly usageMaxPending: number;
@@ -272,11 +272,11 @@ export interface Config {
   readonly requestLog: boolean;
   /** The ratelimit-headers draft the RateLimit fields follow. */
   readonly rateLimitHeaders: HeaderVersion;
-  /** The JWT issuers (DESIGN §12), or null when JWTs are not accepted. */
+  /** The JWT issuers, or null when JWTs are not accepted. */
   readonly jwt: JwtConfig | null;
   /** ISO country codes refused 403 blocked (request.cf.country). */
   readonly blockedCountries: ReadonlySet<string>;
-  /** WebSocket streams (DESIGN §13): the rent period and the open streams one credential may hold per isolate. */
+  /** WebSocket streams: the rent period and the open streams one credential may hold per isolate. */
   readonly streams: { readonly rentPeriodMs: number; readonly perCredential: number };
   /** Traffic rollups: whether requests are counted, and how long D1 keeps the minutes. */
   readonly traffic: { readonly enabled: boolean; readonly retentionMs: number };

@@ -1,4 +1,4 @@
-// The data plane: the pipeline of DESIGN §3, in order, compiled once per
+// The data plane: the pipeline of docs/design.md, in order, compiled once per
 // runtime. Each step is a factory from its own folder, built here with what
 // it needs; this file only decides the order and runs it.
 //
@@ -79,7 +79,7 @@ export function compileGateway(runtime: Runtime): GatewayHandler {
       delay: { held: runtime.held, sleep: runtime.sleep, inFlight: runtime.inFlight, bounds: inFlightBounds(config.inFlight) },
     }),
   );
-  // A WebSocket upgrade (DESIGN §13) runs the same checks up to here (its
+  // A WebSocket upgrade runs the same checks up to here (its
   // rate limits include the open's stream rent and a response-priced route's
   // reserve), then takes a stream slot and an in-flight slot (given back once
   // the origin answers 101); it has no body, so no size or quota step.

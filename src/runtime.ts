@@ -1,4 +1,4 @@
-// One runtime per config (issue 11, DESIGN §18): everything the gateway
+// One runtime per config (issue 11, docs/design.md): everything the gateway
 // derives from its configuration — the parsed TOLLGATE config, the origin
 // URL, the admin tokens, the limiter table, the in-flight table, the caches
 // and the compiled data plane — built once, the first time a configuration
@@ -27,13 +27,22 @@ import { compileJwtConfig, type JwtVerifier } from "./identity/jwt-verifier";
 import { log } from "./log/logger";
 import { type OriginBaseResult, parseOriginBase } from "./proxy/origin-url";
 import { compileUpstreams, type UpstreamsResult } from "./proxy/upstream";
-import { sha256Bytes } from "./utils/crypto";
+import { deriveHmacKey, sha256Bytes } from "./utils/crypto";
 
-/** Shorter admin tokens disable the admin API (DESIGN §8). */
+/** What the console session keys are derived for: no other signature made from a token verifies as a session. */
+const CONSOLE_SESSION_KEY_LABEL = "tollgate console session v1";
+
+/** Shorter admin tokens disable the admin API. */
 const MIN_ADMIN_TOKEN_CHARS = 32;
 
 export type AdminTokens =
-  | { readonly enabled: true; readonly admin: Promise<Uint8Array>; readonly auditor: Promise<Uint8Array> | null }
+  | {
+      readonly enabled: true;
+      readonly admin: Promise<Uint8Array>;
+      readonly auditor: Promise<Uint8Array> | null;
+      /** Keys that sign the console's session cookies, each derived from its token: a changed token voids its sessions. */
+      readonly sessionKeys: { readonly admin: Promise<CryptoKey>; readonly auditor: Promise<CryptoKey> | null };
+    }
   | { readonly enabled: false; readonly reason: string };
 
 export interface Runtime {
@@ -47,14 +56,14 @@ export interface Runtime {
   readonly upstreams: UpstreamsResult | null;
   readonly adminTokens: AdminTokens;
   readonly limiter: LimiterTable;
-  /** Leases on global limits (DESIGN §11), bounded by cache_max_entries (subject, category) groups. */
+  /** Leases on global limits, bounded by cache_max_entries (subject, category) groups. */
   readonly leases: GlobalLeases;
   readonly inFlight: InFlightTable;
   /** Requests held rather than refused (a limit's delay_max_ms), bounded by limiter.max_delayed. */
   readonly held: HeldRequests;
   /** How a held request waits: a timer, unless a test gives its own. */
   readonly sleep: Sleep;
-  /** Open WebSocket streams per credential (DESIGN §13). */
+  /** Open WebSocket streams per credential. */
   readonly streams: StreamTable;
   readonly authGate: AuthFailureGate;
   readonly keys: KeyCache;
@@ -69,11 +78,11 @@ export interface Runtime {
   readonly traffic: TrafficRecorder;
   /** Alerts raised lately by this isolate (one `block.hit` per block per hour, one `ledger.unavailable` a minute). */
   readonly alertOnce: AlertOnce;
-  /** JWT verification (DESIGN §12): its key sets and verified tokens; null when no issuer is configured. */
+  /** JWT verification: its key sets and verified tokens; null when no issuer is configured. */
   readonly jwt: JwtVerifier | null;
   /** The clock every decision reads (Unix ms). Date.now() unless a test gives its own. */
   readonly now: () => number;
-  /** The compiled data plane (DESIGN §3). */
+  /** The compiled data plane. */
   readonly gateway: GatewayHandler;
 }
 
@@ -109,7 +118,12 @@ function adminTokensOf(env: Bindings): AdminTokens {
   const auditor = configuredToken(env.AUDITOR_TOKEN);
   // A short auditor token is ignored rather than disabling the admin token: it simply never matches.
   const auditorOk = auditor !== null && auditor.length >= MIN_ADMIN_TOKEN_CHARS;
-  return { enabled: true, admin: sha256Bytes(admin), auditor: auditorOk ? sha256Bytes(auditor) : null };
+  return {
+    enabled: true,
+    admin: sha256Bytes(admin),
+    auditor: auditorOk ? sha256Bytes(auditor) : null,
+    sessionKeys: { admin: deriveHmacKey(admin, CONSOLE_SESSION_KEY_LABEL), auditor: auditorOk ? deriveHmacKey(auditor, CONSOLE_SESSION_KEY_LABEL) : null },
+  };
 }
 
 /** Builds the runtime for an env. Pure of module state; runtimeFor() keeps the last one. */

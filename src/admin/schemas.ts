@@ -19,7 +19,9 @@ export const MAX_AUDIT_PAGE = 200;
 /** Schemas named in the OpenAPI document's components. */
 export const registry = z.registry<{ id: string; description?: string }>();
 
-export const tenantSlugSchema = z.string().regex(TENANT_SLUG, "must match ^[a-z0-9][a-z0-9._-]{0,63}$");
+/** The slug rule in words, for people (the OpenAPI document gives the pattern). */
+export const TENANT_SLUG_RULE = "must be 1 to 64 characters: lower-case letters, digits, '.', '_' or '-', starting with a letter or digit";
+export const tenantSlugSchema = z.string().regex(TENANT_SLUG, TENANT_SLUG_RULE);
 export const keyIdSchema = z.string().regex(KEY_ID, "is not a key id (12 characters, 0-9 and a-z)");
 
 const positiveInt = z.number("must be a number").int("must be a whole number").positive("must be > 0");

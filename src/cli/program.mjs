@@ -5,6 +5,7 @@
 import { readFileSync } from "node:fs";
 import { Command } from "commander";
 import { usageError } from "./cli-error.mjs";
+import { registerAuditCommand } from "./commands/audit.mjs";
 import { registerBlockCommands } from "./commands/blocks.mjs";
 import { registerCallerCommands } from "./commands/explain.mjs";
 import { registerKeyCommands } from "./commands/keys.mjs";
@@ -42,6 +43,7 @@ export function buildProgram(runtime) {
     .option("--url <url>", "the gateway's URL (default: $TOLLGATE_URL)")
     .option("--token <token>", "the admin token (default: $TOLLGATE_ADMIN_TOKEN)")
     .option("--json", "print the API's JSON instead of tables")
+    .option("--insecure-http", "allow an http:// URL to a host other than this machine (the token then travels unencrypted)")
     .configureHelp({ showGlobalOptions: true })
     .configureOutput({
       writeOut: runtime.out,
@@ -67,6 +69,7 @@ Exit status: 0 done, 1 refused by the gateway, unreachable, or drift found,
   registerOrgCommands(program, runtime);
   registerCallerCommands(program, runtime);
   registerUsageCommands(program, runtime);
+  registerAuditCommand(program, runtime);
 
   for (const command of [program, ...program.commands]) if (command.commands.length > 0) requireSubcommand(command);
   return program;

@@ -1,4 +1,4 @@
-// The admission decision: exact GCRA (DESIGN §4) over every limit of every
+// The admission decision: exact GCRA over every limit of every
 // charge, all or nothing.
 //
 // Per (subject, category, limit) the state is one instant TAT. At whole-ms time
@@ -59,7 +59,7 @@ const ALLOWED_UNMETERED: Decision = Object.freeze({ allowed: true, retryAfterMs:
 
 /** Whole cost-1 spends that still fit a state of TAT − t = relUnits: floor((B·T − (E − t)) / T), at least 0. */
 /**
- * A response-priced debt (DESIGN §14) as a move of one state, `relUnits`
+ * A response-priced debt as a move of one state, `relUnits`
  * ahead of now: `units` charged whatever the limit says, even past the
  * burst, but capped at MAX_EXACT_UNITS − MAX_COST·T ahead so that one admit()
  * check on top stays exact. The limiter table's settlement and the ledger's
@@ -72,7 +72,7 @@ export function debtUnitsAfter(limit: Limit, relUnits: number, units: number): n
   return units > floorDiv(capUnits - relUnits, limit.intervalUnits) ? capUnits : relUnits + units * limit.intervalUnits;
 }
 
-/** A response-priced refund (DESIGN §14) as a move: `units` given back, never before now (0: no state left). */
+/** A response-priced refund as a move: `units` given back, never before now (0: no state left). */
 export function refundUnitsAfter(limit: Limit, relUnits: number, units: number): number {
   return units >= ceilDiv(relUnits, limit.intervalUnits) ? 0 : relUnits - units * limit.intervalUnits;
 }
@@ -142,8 +142,8 @@ export function admitAt(table: LimiterTable, charges: readonly Charge[], atMs: n
 
 /**
  * The Decision admit() would return, charging nothing: "would this spend fit
- * now?" The auth-failure gate asks it before every credential lookup (DESIGN
- * §3 step 2); only a refused credential is then charged with admit(). For an
+ * now?" The auth-failure gate asks it before every credential lookup (docs/design.md,
+ * pipeline step 2); only a refused credential is then charged with admit(). For an
  * allowed answer, `tightest` describes the state as it would be after the spend.
  */
 export function wouldAdmit(table: LimiterTable, charges: readonly Charge[], nowMs: number): Decision {

@@ -19,7 +19,7 @@
 import { mix32, mixWhole, fmix32 } from "./hash32";
 
 /**
- * Where a limit's state lives (DESIGN §11): "isolate" meters in each isolate
+ * Where a limit's state lives: "isolate" meters in each isolate
  * on its own; "global" holds across every isolate through leases from the
  * subject's LimitLedger Durable Object.
  */

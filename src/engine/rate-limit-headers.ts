@@ -31,8 +31,10 @@
 //   fully earned back (r is back to the burst).
 // - c is the request's cost in that policy's category (the sum when one
 //   request spends twice on the same limit).
-// - X-RateLimit-Limit is the burst B: the most a full bucket admits at once,
-//   so Remaining never exceeds Limit.
+// - X-RateLimit-Limit is q, the same limit RateLimit-Policy describes (count
+//   per window_s); X-RateLimit-Remaining is r, so with a burst larger than
+//   the count Remaining can exceed Limit (up to the burst, which the policy
+//   carries as tollgate-burst).
 // The policy name is "<category>-<subject kind>-<window>", e.g.
 // "request-ip-60s": never the subject itself, so no caller key, address or
 // credential reaches a header. Two policies of one request that would share a
@@ -179,7 +181,7 @@ export function rateLimitHeaders(decision: Decision, charges: readonly Charge[],
   } else {
     headers.push(["RateLimit", `"${tightest.name}";r=${figures.remaining};t=${resetS}`]);
   }
-  headers.push(["X-RateLimit-Limit", String(limit.burst)], ["X-RateLimit-Remaining", String(figures.remaining)], ["X-RateLimit-Reset", String(resetS)]);
+  headers.push(["X-RateLimit-Limit", String(limit.count)], ["X-RateLimit-Remaining", String(figures.remaining)], ["X-RateLimit-Reset", String(resetS)]);
   return headers;
 }
 

@@ -9,7 +9,7 @@
 // `/files/a/b`; the rest is captured as params["*"]). Methods compare
 // case-insensitively; no method means any method.
 //
-// Spelling cannot dodge a route (DESIGN §3 step 0): the path given to match()
+// Spelling cannot dodge a route: the path given to match()
 // has its runs of `/` collapsed already (src/proxy/request-path.ts), a
 // trailing slash is ignored (`/objects/x/` matches `/objects/:object`), and
 // literal segments compare ignoring ASCII case unless the route says
@@ -28,7 +28,7 @@ export interface RouteSpec {
   quota?: "store" | "release";
   /** Compare literal segments exactly (default: ignoring ASCII case). */
   case_sensitive?: boolean;
-  /** Priced by the origin's answer (DESIGN §14); validated and compiled by the config (src/proxy/response-cost-spec.ts), opaque here. */
+  /** Priced by the origin's answer; validated and compiled by the config (src/proxy/response-cost-spec.ts), opaque here. */
   response_charge?: unknown;
   /** The route's charges are taken only when the origin answers one of these statuses (codes or classes like "4xx"). */
   charge_on_status?: readonly (number | string)[];

@@ -1,4 +1,4 @@
-// DESIGN §3 steps 2–3: the auth-failure gate and the credential (one: two
+// docs/design.md steps 2–3: the auth-failure gate and the credential (one: two
 // different ones are refused 400 ambiguous_credential). Sets
 // x.caller (limits compiled, read through the runtime's caches) or answers
 // 401 / 429 / 503. A refused credential charges one unit to the address's
@@ -67,7 +67,7 @@ export function authenticate(options: AuthenticateOptions): Check {
         const callerKey = `key:${record.keyId}`;
         const snapshot = policyOf(x, policy, nowMs);
         const set = (s: PolicySnapshot): CheckResult => {
-          // A blocked tenant is known only once its key is (DESIGN §15): refused here, before any charge.
+          // A blocked tenant is known only once its key is: refused here, before any charge.
           const tenantBlock = s.blockOf(`tenant:${record.tenant.slug}`, nowMs);
           if (tenantBlock !== null) {
             x.blockId = tenantBlock.id;
@@ -93,7 +93,7 @@ export function authenticate(options: AuthenticateOptions): Check {
         const tenant = outcome.tenant;
         const snapshot = policyOf(x, policy, nowMs);
         const set = (s: PolicySnapshot): CheckResult => {
-          // JWT callers and their tenants are known only now (DESIGN §15): a block applies here, before any charge.
+          // JWT callers and their tenants are known only now: a block applies here, before any charge.
           const block = s.blockOf(callerKey, nowMs) ?? (tenant === null ? null : s.blockOf(`tenant:${tenant.slug}`, nowMs));
           if (block !== null) {
             x.blockId = block.id;

@@ -1,4 +1,4 @@
-// Blocks (DESIGN §15): a blocked caller, tenant or network gets 403 blocked
+// Blocks: a blocked caller, tenant or network gets 403 blocked
 // before any other check (after the client address), charged nothing, never
 // forwarded. Countries come from the config (`blocked_countries`, matched
 // against request.cf.country); operator blocks come from the policy snapshot.

@@ -1,4 +1,4 @@
-// DESIGN §3 step 6: requests in progress, per isolate. One credential (a key,
+// docs/design.md step 6: requests in progress, per isolate. One credential (a key,
 // or an anonymous caller's address) may hold at most
 // min(in_flight.per_credential, credential_share × budget) slots, one tenant
 // tenant_share × budget, and the isolate budget in all. Over → 429

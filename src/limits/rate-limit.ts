@@ -1,11 +1,11 @@
-// DESIGN §3 steps 4–5: the request's charges (1 `request`, its route's
+// docs/design.md steps 4–5: the request's charges (1 `request`, its route's
 // charges, and the reserve of a response-priced route) against its subjects —
 // the caller (`key:<digest>`, `jwt:<hex>` or `ip:<address or /64>`), its
 // tenant, and for anonymous callers the optional `anonymous` aggregate — all
 // or nothing, in the runtime's limiter table. Every charged response carries
 // the RateLimit headers: every policy charged, and the tightest limit's figures.
 //
-// Global limits (DESIGN §11) spend from the isolate's leases, all or nothing
+// Global limits spend from the isolate's leases, all or nothing
 // with the table (global-admission.ts). A request whose leases hold its units
 // is decided synchronously, with no I/O; one whose leases are short waits for
 // the ledger (single flight) and is decided again, up to MAX_ASK_ROUNDS times.
@@ -281,7 +281,7 @@ export function rateLimit(options: RateLimitOptions): Check {
     }
     const charges = chargesFor(subjects, route, responseCharge, statuses == null);
     const reserveFrom = charges.length - subjects.length;
-    // A WebSocket open also prepays its first period of stream rent (DESIGN §13), in the same all-or-nothing admission.
+    // A WebSocket open also prepays its first period of stream rent, in the same all-or-nothing admission.
     if (x.upgrade) addOpenRent(charges, subjects);
     const plan = planGlobal(leases, charges, nowMs);
     if (plan === null) {

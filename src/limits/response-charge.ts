@@ -1,4 +1,4 @@
-// Settling a response-priced route (DESIGN §14): the reserve was charged with
+// Settling a response-priced route: the reserve was charged with
 // the request (src/limits/rate-limit.ts); once the origin's answer says what
 // the call cost, the difference is charged unconditionally (a debt: the
 // caller's next spends wait until the rate has earned it back) or refunded,

@@ -1,4 +1,4 @@
-// The forward and everything after it (DESIGN §3 steps 9–10 and "A client
+// The forward and everything after it (docs/design.md steps 9–10 and "A client
 // that hangs up"), in one place: the origin call, the quota commit or
 // release, the release of the in-flight slot, key usage, metering and the
 // request-log line.
@@ -219,7 +219,13 @@ class Settlement {
   }
 }
 
-/** Counts the request (traffic, Analytics Engine) and starts the background flushes of key usage, metering and traffic when they are due (on most requests neither is: nothing is allocated). */
+/**
+ * Counts the request (traffic, Analytics Engine) and starts the background
+ * flushes of key usage, metering and traffic when they are due (on most
+ * requests of a busy isolate none is: nothing is allocated). Metering is also
+ * written at once when this request is the isolate's only one in flight: on a
+ * quiet gateway no later request may come to carry it.
+ */
 export function flushUsage(x: Exchange, nowMs: number, intervalMs: number, status: number, bytesOut: number | null): void {
   const { keyUsage, meter, traffic } = x.runtime;
   // Every request ends here exactly once (a gateway answer, a settled forward, a stream's end): its traffic count and data point too.
@@ -227,11 +233,13 @@ export function flushUsage(x: Exchange, nowMs: number, intervalMs: number, statu
   writeAnalytics(x, status, bytesOut, nowMs);
   raiseRequestAlerts(x, nowMs);
   const trafficDue = traffic.flushDue(nowMs, intervalMs);
-  if (!keyUsage.flushDue(nowMs) && !meter.flushDue(nowMs, intervalMs) && !trafficDue) return;
+  const idle = meter.hasPending && x.runtime.inFlight.total <= 1;
+  if (!idle && !keyUsage.flushDue(nowMs) && !meter.flushDue(nowMs, intervalMs) && !trafficDue) return;
   const db = () => database(x.env.DB);
   const later = (work: Promise<unknown>) => keepAlive(x.ctx, work);
   keyUsage.maybeFlush(db, nowMs, intervalMs, later);
-  meter.maybeFlush(db, nowMs, intervalMs, later);
+  if (idle) meter.flushIdle(db, nowMs, later);
+  else meter.maybeFlush(db, nowMs, intervalMs, later);
   if (trafficDue) traffic.maybeFlush(db, nowMs, intervalMs, trafficFlushOptions(x), later);
 }
 

@@ -1,4 +1,4 @@
-// The last step of a WebSocket upgrade (DESIGN §3 step 9 and §13): the same
+// The last step of a WebSocket upgrade: the same
 // origin URL and header rules as the HTTP forward, then the origin's end of
 // the stream is opened and, when the origin accepts, the client is answered
 // 101 with its end of a WebSocketPair and the StreamSession relays between

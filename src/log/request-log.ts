@@ -1,4 +1,4 @@
-// One JSON line per gateway request (DESIGN §10), through the one logger.
+// One JSON line per gateway request, through the one logger.
 // Never headers, bodies, query strings, credentials or addresses: the path is
 // cut at `?` (the Exchange's path has no query), the caller is named only by
 // tenant and key id.
@@ -25,7 +25,7 @@ export interface RequestLogLine {
   bytes_in: number;
   /** The response's Content-Length, or null when it is streamed without one. */
   bytes_out: number | null;
-  /** Present (true) only when a global limit's ledger could not answer and `global.on_error` decided (DESIGN §11). */
+  /** Present (true) only when a global limit's ledger could not answer and `global.on_error` decided. */
   ledger_error?: true;
 }
 

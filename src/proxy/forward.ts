@@ -1,5 +1,5 @@
 // Forwards an admitted request to the origin and streams the answer back
-// (DESIGN §3 step 9). Bodies are never buffered: the request's stream is
+//. Bodies are never buffered: the request's stream is
 // handed to fetch and the origin's stream is handed to the client. Headers
 // are copied once each way, leaving out hop-by-hop headers and those the
 // gateway writes itself.
@@ -84,7 +84,7 @@ export interface BoundedBody {
 }
 
 /**
- * The body, cut off the moment it passes `limit` bytes (DESIGN §3 step 7):
+ * The body, cut off the moment it passes `limit` bytes:
  * `abort` cancels the upstream request mid-body and the stream never ends,
  * so the origin never receives a complete body. (Erroring the stream is not
  * enough: workerd ends a chunked upload cleanly when its source errors, and

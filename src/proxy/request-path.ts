@@ -1,4 +1,4 @@
-// DESIGN §3 step 0: the request path as the gateway matches and forwards it.
+// docs/design.md step 0: the request path as the gateway matches and forwards it.
 // The runtime's URL parser has already resolved `.`/`..` (also `%2e`), turned
 // `\` into `/` and percent-encoded what needs it, so what is left to an
 // attacker is spelling:

@@ -1,4 +1,4 @@
-// Reads a response's cost (DESIGN §14) from a header, or from the body as it
+// Reads a response's cost from a header, or from the body as it
 // streams to the client.
 //
 // The body is teed: the client gets one branch, untouched (in workerd a
@@ -30,7 +30,7 @@
 //
 // A client that hangs up cancels only its branch: the scanner's branch keeps
 // the origin's answer coming and reads it to its end, so the cost is what
-// the whole answer says (DESIGN §3 keeps the origin request alive after a
+// the whole answer says (docs/design.md keeps the origin request alive after a
 // hang-up; an LLM API reports usage only in its last event, and a caller
 // must not dodge it by leaving just before). `stop` ends that reading early;
 // the cost is then what was seen.

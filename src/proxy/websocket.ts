@@ -1,4 +1,4 @@
-// The WebSocket half of the forward (DESIGN §13): the origin's end of a
+// The WebSocket half of the forward: the origin's end of a
 // proxied stream. The gateway holds both ends (the client's through a
 // WebSocketPair, the origin's from fetch), so it can charge messages and
 // close either side; this file only opens the origin's end and says how a
@@ -48,7 +48,7 @@ export function sendableCloseCode(code: number): boolean {
   return (code >= 1000 && code <= 1003) || (code >= 1007 && code <= 1014) || (code >= 3000 && code <= 4999);
 }
 
-/** RFC 6455 §7.4.1: 1001 "going away". What the gateway sends one side when the other vanished or was refused. */
+/** RFC 6455 section 7.4.1: 1001 "going away". What the gateway sends one side when the other vanished or was refused. */
 export const CLOSE_GOING_AWAY = 1001;
 /** "No status received": the peer's close frame carried no code. */
 export const CLOSE_NO_STATUS = 1005;

@@ -21,7 +21,7 @@ describe("rateLimitHeaders", () => {
     ]);
   });
 
-  it("reports the burst as the limit and names it in a vendor parameter", () => {
+  it("reports the count per window as the limit in both families and names the burst in a vendor parameter", () => {
     const table = new LimiterTable(1, { seed: 1 });
     const charges: Charge[] = [
       { subject: "key:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08", category: "request", limits: compileLimits([{ count: 1000, window_s: 1, burst: 2000 }]), cost: 1 },
@@ -39,7 +39,9 @@ describe("rateLimitHeaders", () => {
     ]);
     const keyOnly = admit(table, [charges[0]!], 0);
     expect(rateLimitHeaders(keyOnly, [charges[0]!])[0]).toEqual(["RateLimit-Policy", '"request-key-1s";q=1000;w=1;tollgate-burst=2000']);
-    expect(rateLimitHeaders(keyOnly, [charges[0]!])[2]).toEqual(["X-RateLimit-Limit", "2000"]);
+    // Both families describe the same limit: X-RateLimit-Limit is q, the count per window; the burst is tollgate-burst.
+    expect(rateLimitHeaders(keyOnly, [charges[0]!])[2]).toEqual(["X-RateLimit-Limit", "1000"]);
+    expect(rateLimitHeaders(keyOnly, [charges[0]!])[3]).toEqual(["X-RateLimit-Remaining", "1996"]);
   });
 
   it("leaves w out for a window that is not whole seconds, and rounds t up", () => {
