@@ -95,7 +95,7 @@ export class TrafficRecorder {
         for (const row of flushed.rows) rows.push({ minuteMs: flushed.minuteMs, ...row });
         for (const hitter of flushed.topRefused) {
           const caller = hitter.item.startsWith("ip:") ? await this.#digestOf(hitter.item, options) : hitter.item;
-          refused.push({ minuteMs: flushed.minuteMs, caller, tenant: hitter.tenant, count: hitter.count, error: hitter.error });
+          refused.push({ minuteMs: flushed.minuteMs, caller, tenant: hitter.tag, count: hitter.count, error: hitter.error });
         }
       }
       // Pruned at most once an hour: a delete per flush would cost more than the rows it finds.

@@ -8,6 +8,8 @@
 
 export interface HeavyHitter {
   readonly item: string;
+  /** What the caller attached to the item when it last counted it (a tenant), or null. */
+  readonly tag: string | null;
   /** An upper bound of the item's true count. */
   readonly count: number;
   /** How much of `count` may belong to items it replaced: the true count is in [count − error, count]. */
@@ -22,6 +24,7 @@ export class SpaceSaving {
   readonly #items: string[] = [];
   readonly #counts: number[] = [];
   readonly #errors: number[] = [];
+  readonly #tags: (string | null)[] = [];
   #total = 0;
 
   constructor(capacity: number) {
@@ -38,12 +41,13 @@ export class SpaceSaving {
     return this.#items.length;
   }
 
-  /** Counts one occurrence (or `weight`) of `item`. */
-  add(item: string, weight = 1): void {
+  /** Counts one occurrence (or `weight`) of `item`; `tag` is kept with it (the last one given). */
+  add(item: string, weight = 1, tag: string | null = null): void {
     this.#total += weight;
     const at = this.#index.get(item);
     if (at !== undefined) {
       this.#counts[at]! += weight;
+      this.#tags[at] = tag;
       return;
     }
     if (this.#items.length < this.#capacity) {
@@ -51,6 +55,7 @@ export class SpaceSaving {
       this.#items.push(item);
       this.#counts.push(weight);
       this.#errors.push(0);
+      this.#tags.push(tag);
       return;
     }
     let min = 0;
@@ -61,11 +66,12 @@ export class SpaceSaving {
     this.#items[min] = item;
     this.#counts[min] = floor + weight;
     this.#errors[min] = floor;
+    this.#tags[min] = tag;
   }
 
   /** The held items, largest count first (ties by item, so the order is stable). */
   top(n = this.#capacity): HeavyHitter[] {
-    const out: HeavyHitter[] = this.#items.map((item, i) => ({ item, count: this.#counts[i]!, error: this.#errors[i]! }));
+    const out: HeavyHitter[] = this.#items.map((item, i) => ({ item, tag: this.#tags[i]!, count: this.#counts[i]!, error: this.#errors[i]! }));
     out.sort((a, b) => b.count - a.count || (a.item < b.item ? -1 : a.item > b.item ? 1 : 0));
     return out.slice(0, Math.max(0, n));
   }

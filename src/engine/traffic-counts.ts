@@ -18,10 +18,8 @@ export interface MinuteCounts {
   /** `tenant` → `decision` → requests. */
   readonly cells: Map<string, Map<string, number>>;
   cellCount: number;
-  /** Refused callers (explain-able ids), or null when none was refused. */
+  /** Refused callers (explain-able ids, tagged with their tenant), or null when none was refused. */
   refused: SpaceSaving | null;
-  /** Each held refused caller's tenant (the last one seen), for the top list. */
-  readonly refusedTenant: Map<string, string>;
 }
 
 export interface TrafficBounds {
@@ -33,13 +31,15 @@ export interface TrafficBounds {
 export interface FlushedMinute {
   readonly minuteMs: number;
   readonly rows: readonly { readonly tenant: string; readonly decision: string; readonly count: number }[];
-  readonly topRefused: readonly (HeavyHitter & { readonly tenant: string | null })[];
+  readonly topRefused: readonly HeavyHitter[];
 }
 
 export class TrafficCounts {
   readonly #bounds: TrafficBounds;
   /** Oldest first; the last is the current minute. */
   #minutes: MinuteCounts[] = [];
+  /** The minute the last count went to (null after a take). */
+  #current: MinuteCounts | null = null;
   #droppedMinutes = 0;
   #droppedCounts = 0;
 
@@ -61,18 +61,19 @@ export class TrafficCounts {
   }
 
   #minute(nowMs: number): MinuteCounts {
+    // Most requests fall in the minute of the one before: a range check, no division.
+    const current = this.#current;
+    if (current !== null && nowMs >= current.minuteMs && nowMs < current.minuteMs + MINUTE_MS) return current;
     const minuteMs = nowMs - (nowMs % MINUTE_MS);
-    const last = this.#minutes[this.#minutes.length - 1];
-    if (last !== undefined && last.minuteMs === minuteMs) return last;
-    // A clock that steps back lands in a held minute when it still exists.
-    if (last !== undefined && minuteMs < last.minuteMs) {
-      const held = this.#minutes.find((m) => m.minuteMs === minuteMs);
-      if (held !== undefined) return held;
-    }
-    const fresh: MinuteCounts = { minuteMs, cells: new Map(), cellCount: 0, refused: null, refusedTenant: new Map() };
+    const held = this.#minutes.find((m) => m.minuteMs === minuteMs);
+    if (held !== undefined) return (this.#current = held);
+    const fresh: MinuteCounts = { minuteMs, cells: new Map(), cellCount: 0, refused: null };
     this.#minutes.push(fresh);
-    if (minuteMs < (last?.minuteMs ?? minuteMs)) this.#minutes.sort((a, b) => a.minuteMs - b.minuteMs);
+    // A clock that steps back makes an older minute: keep them in order.
+    if (this.#minutes.length > 1 && minuteMs < this.#minutes[this.#minutes.length - 2]!.minuteMs) this.#minutes.sort((a, b) => a.minuteMs - b.minuteMs);
     this.#trim();
+    // A minute older than every one held, past the bound, was dropped (and counted) at once: its counts go nowhere.
+    this.#current = this.#minutes.includes(fresh) ? fresh : null;
     return fresh;
   }
 
@@ -112,13 +113,7 @@ export class TrafficCounts {
     }
     if (refusedCaller !== null) {
       minute.refused ??= new SpaceSaving(this.#bounds.sketchCapacity);
-      minute.refused.add(refusedCaller);
-      minute.refusedTenant.set(refusedCaller, t);
-      if (minute.refusedTenant.size > this.#bounds.sketchCapacity * 4) {
-        // Keep only the tenants of callers still held.
-        const held = new Set(minute.refused.top().map((h) => h.item));
-        for (const caller of minute.refusedTenant.keys()) if (!held.has(caller)) minute.refusedTenant.delete(caller);
-      }
+      minute.refused.add(refusedCaller, 1, t);
     }
   }
 
@@ -130,6 +125,7 @@ export class TrafficCounts {
   take(): MinuteCounts[] {
     const taken = this.#minutes;
     this.#minutes = [];
+    this.#current = null;
     return taken;
   }
 
@@ -155,12 +151,12 @@ export class TrafficCounts {
       }
       if (old.refused !== null) {
         held.refused ??= new SpaceSaving(this.#bounds.sketchCapacity);
-        for (const hitter of old.refused.top()) held.refused.add(hitter.item, hitter.count);
-        for (const [caller, tenant] of old.refusedTenant) held.refusedTenant.set(caller, tenant);
+        for (const hitter of old.refused.top()) held.refused.add(hitter.item, hitter.count, hitter.tag);
       }
     }
     this.#minutes.sort((a, b) => a.minuteMs - b.minuteMs);
     this.#trim();
+    this.#current = null;
   }
 }
 
@@ -168,6 +164,6 @@ export class TrafficCounts {
 export function flushedMinute(minute: MinuteCounts, topN: number): FlushedMinute {
   const rows: { tenant: string; decision: string; count: number }[] = [];
   for (const [tenant, byDecision] of minute.cells) for (const [decision, count] of byDecision) rows.push({ tenant, decision, count });
-  const topRefused = minute.refused === null ? [] : minute.refused.top(topN).map((h) => ({ ...h, tenant: minute.refusedTenant.get(h.item) ?? null }));
+  const topRefused = minute.refused === null ? [] : minute.refused.top(topN);
   return { minuteMs: minute.minuteMs, rows, topRefused };
 }
