@@ -82,7 +82,7 @@ function seriesFigure(title, series, slotMs) {
   return el(
     "figure",
     { class: "chart-box" },
-    el("figcaption", {}, title, ": ", el("span", { class: "figure", "data-admitted": admitted }, `${formatCount(admitted)} admitted`), " · ", el("span", { class: "figure", "data-refused": refusedCount }, `${formatCount(refusedCount)} refused`)),
+    el("figcaption", {}, el("span", { class: "figure", "data-admitted": admitted }, `${formatCount(admitted)} admitted`), " · ", el("span", { class: "figure", "data-refused": refusedCount }, `${formatCount(refusedCount)} refused`)),
     stackedChart({ title, slots: slotsOf(series, slotMs), order: totals.map(([d]) => d), classes, slotMs }),
     totals.length === 0 ? el("p", { class: "empty" }, "No requests counted in this time.") : legend(totals, classes),
   );
