@@ -12,6 +12,7 @@ import { registerKeyCommands } from "./commands/keys.mjs";
 import { registerOrgCommands } from "./commands/orgs.mjs";
 import { registerOverrideCommands } from "./commands/overrides.mjs";
 import { registerTenantCommands } from "./commands/tenants.mjs";
+import { registerTrafficCommands } from "./commands/traffic.mjs";
 import { registerUsageCommands } from "./commands/usage.mjs";
 
 const VERSION = /** @type {{ version: string }} */ (JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8"))).version;
@@ -70,6 +71,7 @@ Exit status: 0 done, 1 refused by the gateway, unreachable, or drift found,
   registerCallerCommands(program, runtime);
   registerUsageCommands(program, runtime);
   registerAuditCommand(program, runtime);
+  registerTrafficCommands(program, runtime);
 
   for (const command of [program, ...program.commands]) if (command.commands.length > 0) requireSubcommand(command);
   return program;

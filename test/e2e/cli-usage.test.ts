@@ -51,8 +51,8 @@ async function commandPaths(): Promise<string[][]> {
 describe("tollgate --help", () => {
   it("answers every command's --help with its usage on stdout and exit 0", async () => {
     const paths = await commandPaths();
-    // tollgate, 9 commands, 22 subcommands: issue 17's list plus `overrides get` and `reset` (issue 16's reset), and issue 30's `tenants set`, `blocks get` and `audit`.
-    expect(paths).toHaveLength(32);
+    // tollgate: issue 17's list plus `overrides get` and `reset` (issue 16's reset), issue 30's `tenants set`, `blocks get` and `audit`, and issue 26's `traffic`, `top-refused`, `alerts`.
+    expect(paths).toHaveLength(35);
     expect(paths.map((p) => p.join(" "))).toEqual(
       expect.arrayContaining([
         "tenants ls", "tenants get", "tenants put", "tenants set", "tenants rm",
@@ -61,6 +61,7 @@ describe("tollgate --help", () => {
         "blocks ls", "blocks get", "blocks add", "blocks rm",
         "orgs ls", "orgs get", "orgs put", "orgs rm",
         "explain", "reset", "usage export", "usage reconcile", "audit",
+        "traffic", "top-refused", "alerts",
       ]),
     );
     for (const path of paths) {
@@ -127,6 +128,13 @@ describe("usage errors exit 2 with one line and send nothing", () => {
     ["a tenant's --limits shape for an override", ["overrides", "put", "ip:192.0.2.1", "--limits", '{"request":{"key":[{"count":1,"window_s":1}]}}'], /--limits: a key's or an override's limits are a list per category, e\.g\. \{"request":\[/],
     ["tenants set with nothing to set", ["tenants", "set", "acme"], /name at least one of --org, --no-org, --limits, --quota/],
     ["part of a key for explain", ["explain", "key:tg_abc"], /the 12 characters after tg_/],
+    ["a --from that is not a time", ["traffic", "--from", "yesterday"], /--from: not a time like 2026-12-02T10:00:00Z, nor a duration ago like 90m, 24h or 7d: 'yesterday'/],
+    ["a time without a zone", ["traffic", "--to", "2026-12-02T10:00:00"], /--to: not a time like/],
+    ["--from after --to", ["traffic", "--from", "2026-12-02T10:00:00Z", "--to", "2026-12-02T09:00:00Z"], /--from: must be before --to/],
+    ["a span over 31 days", ["traffic", "--from", "2026-01-01T00:00:00Z", "--to", "2026-02-01T00:00:01Z"], /--from, --to: at most 31 days apart/],
+    ["--minutes that is not a count", ["top-refused", "--minutes", "0"], /--minutes: not a whole number above 0: '0'/],
+    ["--minutes past a week", ["top-refused", "--minutes", "10081"], /--minutes: at most 10080/],
+    ["--limit past 200", ["alerts", "--limit", "201"], /--limit: at most 200/],
   ];
 
   it.each(cases)("refuses %s", async (_name, args, message) => {

@@ -15,6 +15,7 @@ import { overridesView } from "./views/overrides.js";
 import { showSignIn } from "./views/sign-in.js";
 import { tenantView } from "./views/tenant.js";
 import { tenantsView } from "./views/tenants.js";
+import { trafficView } from "./views/traffic.js";
 import { usageView } from "./views/usage.js";
 
 /** @typedef {import("./view.js").View} View */
@@ -29,6 +30,7 @@ const ROUTES = /** @type {Record<string, [View, View | null]>} */ ({
   usage: [usageView, null],
   orgs: [orgsView, orgView],
   audit: [auditView, null],
+  traffic: [trafficView, null],
 });
 const DEFAULT_ROUTE = "tenants";
 

@@ -10,7 +10,7 @@ import { el, formatBytes, formatCount, notice, svg, uid } from "./dom.js";
  * The smallest 1, 2 or 5 × 10^k at or above `value` (at least 1): a round top for the axis.
  * @param {number} value
  */
-function niceCeiling(value) {
+export function niceCeiling(value) {
   if (value <= 1) return 1;
   const power = 10 ** Math.floor(Math.log10(value));
   for (const step of [1, 2, 5, 10]) if (step * power >= value) return step * power;
