@@ -12,6 +12,7 @@ import type { CategoryDefaults, SubjectKind } from "./engine/resolve-limits";
 import { compileRoutes, type RouteMatcher, routeSpecError } from "./engine/routes";
 import { type JwtConfig, jwtConfigSchema } from "./identity/jwt-config";
 import { parseResponseCharge, type ResponseCharge } from "./proxy/response-cost-spec";
+import type { RequestLogMode } from "./log/request-log-policy";
 
 export const DEFAULT_MODE = "enforce";
 export const DEFAULT_ANONYMOUS = "allow";
@@ -35,7 +36,13 @@ export const DEFAULT_USAGE_MAX_PENDING = 10_000;
 export const DEFAULT_RESERVATION_TTL_S = 900;
 export const DEFAULT_AUDIT_THRESHOLD_REJECTIONS = 100;
 export const DEFAULT_AUDIT_WINDOW_S = 60;
-export const DEFAULT_REQUEST_LOG = true;
+/** Which request-log lines are written: "all", "refusals", "sampled" or "off" (src/log/request-log-policy.ts). */
+export const DEFAULT_REQUEST_LOG: RequestLogMode = "all";
+/** With request_log "sampled": the share of admitted requests whose line is written. */
+export const DEFAULT_REQUEST_LOG_SAMPLE = 0.1;
+/** Refusal lines written one by one per isolate per second; past them, one refusals_summarised line per second. */
+export const DEFAULT_REQUEST_LOG_REFUSALS_PER_S = 50;
+export const MAX_REQUEST_LOG_REFUSALS_PER_S = 100_000;
 /** The scope of a limit that does not name one (DESIGN §11). */
 export const DEFAULT_LIMIT_SCOPE: LimitScope = "isolate";
 /** Global limits: L = max_overshoot × W, at least min_lease_ms; on_error is what happens while the ledger cannot answer. */
@@ -156,7 +163,18 @@ export const configSchema = z.strictObject({
       window_s: wholeSeconds(MAX_AUDIT_WINDOW_S).default(DEFAULT_AUDIT_WINDOW_S),
     })
     .default({ threshold_rejections: DEFAULT_AUDIT_THRESHOLD_REJECTIONS, window_s: DEFAULT_AUDIT_WINDOW_S }),
-  request_log: z.boolean().default(DEFAULT_REQUEST_LOG),
+  // true and false are the older spelling of "all" and "off".
+  request_log: z
+    .union([z.enum(["all", "refusals", "sampled", "off"]), z.boolean()], { error: 'must be "all", "refusals", "sampled" or "off"' })
+    .default(DEFAULT_REQUEST_LOG)
+    .transform((v): RequestLogMode => (v === true ? "all" : v === false ? "off" : v)),
+  request_log_sample: z.number().min(0, "must be between 0 and 1").max(1, "must be between 0 and 1").default(DEFAULT_REQUEST_LOG_SAMPLE),
+  request_log_refusals_per_s: z
+    .number()
+    .int("must be a whole number")
+    .min(0, "must be >= 0")
+    .max(MAX_REQUEST_LOG_REFUSALS_PER_S, `must be <= ${MAX_REQUEST_LOG_REFUSALS_PER_S}`)
+    .default(DEFAULT_REQUEST_LOG_REFUSALS_PER_S),
   jwt: jwtConfigSchema.optional(),
   streams: z
     .strictObject({
@@ -197,7 +215,10 @@ export interface Config {
   readonly reservationTtlS: number;
   readonly auditThresholdRejections: number;
   readonly auditWindowMs: number;
-  readonly requestLog: boolean;
+  /** Which request-log lines are written (src/log/request-log-policy.ts). */
+  readonly requestLog: RequestLogMode;
+  readonly requestLogSample: number;
+  readonly requestLogRefusalsPerS: number;
   /** The JWT issuers (DESIGN §12), or null when JWTs are not accepted. */
   readonly jwt: JwtConfig | null;
   /** ISO country codes refused 403 blocked (request.cf.country). */
@@ -280,6 +301,8 @@ export function parseConfig(raw: unknown): ConfigResult {
       auditThresholdRejections: c.audit.threshold_rejections,
       auditWindowMs: c.audit.window_s * 1000,
       requestLog: c.request_log,
+      requestLogSample: c.request_log_sample,
+      requestLogRefusalsPerS: c.request_log_refusals_per_s,
       jwt: c.jwt ?? null,
       blockedCountries: new Set(c.blocked_countries),
       streams: { rentPeriodMs: c.streams.rent_period_s * 1000, perCredential: c.streams.per_credential },

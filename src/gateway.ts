@@ -25,7 +25,7 @@ import { declaredLength } from "./proxy/content-length";
 import { normalisePath, splitUrl } from "./proxy/request-path";
 import { problem } from "./errors";
 import { errorName, log } from "./log/logger";
-import { requestLogLine } from "./log/request-log";
+import { logRequest } from "./log/request-log";
 import type { Runtime } from "./runtime";
 import { type Background, keepAlive } from "./utils/wait-until";
 
@@ -79,7 +79,6 @@ export function compileGateway(runtime: Runtime): GatewayHandler {
     origin: origin.base,
     stripCredential: config.stripCredential,
     maxRequestBytes: config.maxRequestBytes,
-    requestLog: config.requestLog,
     usageMaxPending: config.usageMaxPending,
     usageFlushIntervalMs: config.usageFlushIntervalMs,
   });
@@ -92,7 +91,6 @@ export function compileGateway(runtime: Runtime): GatewayHandler {
       table: runtime.limiter,
       defaults: config.defaults,
       rentPeriodMs: config.streams.rentPeriodMs,
-      requestLog: config.requestLog,
       usageMaxPending: config.usageMaxPending,
       usageFlushIntervalMs: config.usageFlushIntervalMs,
     }),
@@ -105,7 +103,7 @@ export function compileGateway(runtime: Runtime): GatewayHandler {
     // A 429 rate_limited keeps its denying limit's headers: the step refused before recording x.rateHeaders.
     const out = withHeaders(response, extraHeaders(x, null));
     const nowMs = runtime.now();
-    if (config!.requestLog) log.raw(requestLogLine(x, out.status, declaredLength(out.headers), nowMs));
+    logRequest(x, out.status, declaredLength(out.headers), nowMs);
     flushUsage(x, nowMs, config!.usageFlushIntervalMs);
     return out;
   }

@@ -18,7 +18,7 @@ import type { Exchange } from "../context";
 import { database } from "../db/client";
 import { problem } from "../errors";
 import { errorName, log } from "../log/logger";
-import { requestLogLine } from "../log/request-log";
+import { logRequest } from "../log/request-log";
 import { declaredLength } from "../proxy/content-length";
 import { answerFrom, callOrigin, type OriginCall, originRequestHeaders } from "../proxy/forward";
 import { type OriginBase, originUrlFor } from "../proxy/origin-url";
@@ -43,7 +43,6 @@ export interface ForwardOptions {
   readonly origin: OriginBase | null;
   readonly stripCredential: boolean;
   readonly maxRequestBytes: number;
-  readonly requestLog: boolean;
   readonly usageMaxPending: number;
   readonly usageFlushIntervalMs: number;
 }
@@ -200,7 +199,7 @@ class Settlement {
       const bytesIn = x.declaredBytes ?? 0;
       if (bytesIn > 0) x.runtime.meter.add(tenant.slug, "bytes_in", bytesIn, nowMs, options.usageMaxPending);
     }
-    if (options.requestLog) log.raw(requestLogLine(x, status, bytesOut, nowMs));
+    logRequest(x, status, bytesOut, nowMs);
     flushUsage(x, nowMs, options.usageFlushIntervalMs);
   }
 }
@@ -255,7 +254,7 @@ export function originTargetFor(x: Exchange, base: OriginBase | null): string {
  * The last step: forwards to ORIGIN_URL (its base path joined with the
  * request's collapsed path, then the query; with no ORIGIN_URL, to the zone's
  * own origin) and settles everything after.
- * @example const forward = forwardToOrigin({ origin: base, stripCredential: false, maxRequestBytes: 0, requestLog: true, usageMaxPending: 10_000, usageFlushIntervalMs: 60_000 });
+ * @example const forward = forwardToOrigin({ origin: base, stripCredential: false, maxRequestBytes: 0, usageMaxPending: 10_000, usageFlushIntervalMs: 60_000 });
  */
 export function forwardToOrigin(options: ForwardOptions): (x: Exchange) => Promise<Response> {
   const base = options.origin;

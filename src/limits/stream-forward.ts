@@ -11,7 +11,7 @@
 import type { Exchange } from "../context";
 import { problem } from "../errors";
 import { errorName, log } from "../log/logger";
-import { requestLogLine } from "../log/request-log";
+import { logRequest } from "../log/request-log";
 import { declaredLength } from "../proxy/content-length";
 import { answerFrom } from "../proxy/forward";
 import type { OriginBase } from "../proxy/origin-url";
@@ -28,7 +28,7 @@ export interface StreamForwardOptions extends StreamSessionOptions {
 
 /**
  * Proxies an admitted upgrade to the origin as a WebSocket.
- * @example const forwardStream = forwardWebSocket({ origin: base, stripCredential: false, table, defaults, rentPeriodMs: 60_000, requestLog: true, usageMaxPending: 10_000, usageFlushIntervalMs: 60_000 });
+ * @example const forwardStream = forwardWebSocket({ origin: base, stripCredential: false, table, defaults, rentPeriodMs: 60_000, usageMaxPending: 10_000, usageFlushIntervalMs: 60_000 });
  */
 export function forwardWebSocket(options: StreamForwardOptions): (x: Exchange) => Promise<Response> {
   const base = options.origin;
@@ -60,7 +60,7 @@ async function open(x: Exchange, target: string, headers: Headers, options: Stre
       answer = answerFrom(upgrade.response, extraHeaders(x, null));
     }
     const nowMs = x.runtime.now();
-    if (options.requestLog) log.raw(requestLogLine(x, answer.status, declaredLength(answer.headers), nowMs));
+    logRequest(x, answer.status, declaredLength(answer.headers), nowMs);
     flushUsage(x, nowMs, options.usageFlushIntervalMs);
     return answer;
   }

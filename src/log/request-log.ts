@@ -3,6 +3,7 @@
 // cut at `?` (the Exchange's path has no query), the caller is named only by
 // tenant and key id.
 import type { Decision, Exchange } from "../context";
+import { log } from "./logger";
 
 export const REQUEST_LOG_FORMAT_VERSION = 1;
 
@@ -61,4 +62,23 @@ export function requestLogLine(x: Exchange, status: number, bytesOut: number | n
     `,"bytes_in":${jsonNumber(x.declaredBytes ?? 0)},"bytes_out":${jsonNumber(bytesOut)}` +
     (x.ledgerError ? `,"ledger_error":true}` : "}")
   );
+}
+
+/** The caller a refusal is counted against in a summary: the credential's key, or the address before one is known. */
+function summaryCallerOf(x: Exchange): string {
+  const caller = x.caller;
+  return caller.kind === "anonymous" ? `ip:${x.clientKey}` : caller.callerKey;
+}
+
+/**
+ * Writes the request's line if the runtime's request-log policy wants it
+ * (src/log/request-log-policy.ts): an admitted, exempt or `off` request by
+ * the mode, a refusal within the per-second cap (past it, it is counted into
+ * that second's summary and no line is built).
+ */
+export function logRequest(x: Exchange, status: number, bytesOut: number | null, nowMs: number): void {
+  const policy = x.runtime.requestLog;
+  const decision = x.decision;
+  const write = decision === "admitted" || decision === "exempt" || decision === "off" ? policy.admitted() : policy.refusal(decision, summaryCallerOf(x), nowMs, x.ctx);
+  if (write) log.raw(requestLogLine(x, status, bytesOut, nowMs));
 }
