@@ -25,7 +25,7 @@ import { declaredLength } from "./proxy/content-length";
 import { normalisePath, splitUrl } from "./proxy/request-path";
 import { problem } from "./errors";
 import { errorName, log } from "./log/logger";
-import { logRequest } from "./log/request-log";
+import { requestLogLine, requestLogWanted } from "./log/request-log";
 import type { Runtime } from "./runtime";
 import { type Background, keepAlive } from "./utils/wait-until";
 
@@ -103,7 +103,7 @@ export function compileGateway(runtime: Runtime): GatewayHandler {
     // A 429 rate_limited keeps its denying limit's headers: the step refused before recording x.rateHeaders.
     const out = withHeaders(response, extraHeaders(x, null));
     const nowMs = runtime.now();
-    logRequest(x, out.status, declaredLength(out.headers), nowMs);
+    if (requestLogWanted(x, nowMs)) log.raw(requestLogLine(x, out.status, declaredLength(out.headers), nowMs));
     flushUsage(x, nowMs, config!.usageFlushIntervalMs);
     return out;
   }

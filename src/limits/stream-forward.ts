@@ -11,7 +11,7 @@
 import type { Exchange } from "../context";
 import { problem } from "../errors";
 import { errorName, log } from "../log/logger";
-import { logRequest } from "../log/request-log";
+import { requestLogLine, requestLogWanted } from "../log/request-log";
 import { declaredLength } from "../proxy/content-length";
 import { answerFrom } from "../proxy/forward";
 import type { OriginBase } from "../proxy/origin-url";
@@ -60,7 +60,7 @@ async function open(x: Exchange, target: string, headers: Headers, options: Stre
       answer = answerFrom(upgrade.response, extraHeaders(x, null));
     }
     const nowMs = x.runtime.now();
-    logRequest(x, answer.status, declaredLength(answer.headers), nowMs);
+    if (requestLogWanted(x, nowMs)) log.raw(requestLogLine(x, answer.status, declaredLength(answer.headers), nowMs));
     flushUsage(x, nowMs, options.usageFlushIntervalMs);
     return answer;
   }

@@ -3,7 +3,6 @@
 // cut at `?` (the Exchange's path has no query), the caller is named only by
 // tenant and key id.
 import type { Decision, Exchange } from "../context";
-import { log } from "./logger";
 
 export const REQUEST_LOG_FORMAT_VERSION = 1;
 
@@ -71,14 +70,14 @@ function summaryCallerOf(x: Exchange): string {
 }
 
 /**
- * Writes the request's line if the runtime's request-log policy wants it
- * (src/log/request-log-policy.ts): an admitted, exempt or `off` request by
- * the mode, a refusal within the per-second cap (past it, it is counted into
- * that second's summary and no line is built).
+ * Whether the request's line is to be written, by the runtime's request-log
+ * policy (src/log/request-log-policy.ts): an admitted, exempt or `off`
+ * request by the mode; a refusal within the per-second cap (past it, it is
+ * counted into that second's summary here, and no line is built).
  */
-export function logRequest(x: Exchange, status: number, bytesOut: number | null, nowMs: number): void {
+export function requestLogWanted(x: Exchange, nowMs: number): boolean {
   const policy = x.runtime.requestLog;
   const decision = x.decision;
-  const write = decision === "admitted" || decision === "exempt" || decision === "off" ? policy.admitted() : policy.refusal(decision, summaryCallerOf(x), nowMs, x.ctx);
-  if (write) log.raw(requestLogLine(x, status, bytesOut, nowMs));
+  if (decision === "admitted" || decision === "exempt" || decision === "off") return policy.admitted();
+  return policy.refusal(decision, summaryCallerOf(x), nowMs, x.ctx);
 }
