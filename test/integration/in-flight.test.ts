@@ -112,6 +112,50 @@ describe("in-flight limits", () => {
     await drain(batch.filter((r) => r.status === 200));
   });
 
+  it("holds the slot of a response-priced stream until the origin's body has ended, then frees it", async () => {
+    // The cost tap reads the origin's body to its end anyway: that end releases the slot (no second stream in the client's path).
+    const priced = testConfig({
+      ...CONFIG,
+      in_flight: { per_credential: 1 },
+      routes: [{ method: "POST", path: "/v1/chat", response_charge: { category: "tokens", json: "usage.total_tokens", reserve: 1 } }],
+    });
+    const tenant = unique("priced-slot");
+    await createTenant(priced, tenant);
+    const { key, id } = await mintKey(priced, tenant);
+    const auth = { authorization: `Bearer ${key}` };
+    const stream = await callGateway(
+      gatewayRequest("/v1/chat", { method: "POST", ip: "198.51.100.65", headers: { ...auth, "x-origin-sse-usage": "42", "x-origin-sse-events": "10", "x-origin-sse-interval-ms": "40" }, body: "{}" }),
+      { TOLLGATE: priced },
+    );
+    expect(stream.status).toBe(200);
+    expect(stream.headers.get("content-type")).toContain("text/event-stream");
+    // While the origin is still sending, the slot is held.
+    expect(await statusOf(slow(key, unique("while"), 0, priced))).toBe(429);
+    const text = await stream.text();
+    expect(text).toContain('"total_tokens":42');
+    await eventually(() => runtimeOf(priced).inFlight.countOf(`key:${id}`) === 0, "the slot is freed");
+    expect(await statusOf(slow(key, unique("after"), 0, priced))).toBe(200);
+  });
+
+  it("frees the slot of a response-priced stream whose client stops reading, once the origin's body has ended", async () => {
+    const priced = testConfig({
+      ...CONFIG,
+      in_flight: { per_credential: 1 },
+      routes: [{ method: "POST", path: "/v1/chat", response_charge: { category: "tokens", json: "usage.total_tokens", reserve: 1 } }],
+    });
+    const tenant = unique("priced-cancel");
+    await createTenant(priced, tenant);
+    const { key, id } = await mintKey(priced, tenant);
+    const stream = await callGateway(
+      gatewayRequest("/v1/chat", { method: "POST", ip: "198.51.100.66", headers: { authorization: `Bearer ${key}`, "x-origin-sse-usage": "7", "x-origin-sse-events": "10", "x-origin-sse-interval-ms": "20" }, body: "{}" }),
+      { TOLLGATE: priced },
+    );
+    const reader = stream.body!.getReader();
+    await reader.read();
+    await reader.cancel("client stopped reading");
+    await eventually(() => runtimeOf(priced).inFlight.countOf(`key:${id}`) === 0, "the slot is freed");
+  });
+
   it("leaves a small answer whole for a client that reads it only after the background work is done", async () => {
     // Regression: the settlement once cancelled the answer of every request
     // that had a request.signal, as if its client had gone.
