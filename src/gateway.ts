@@ -104,8 +104,9 @@ export function compileGateway(runtime: Runtime): GatewayHandler {
     // A 429 rate_limited keeps its denying limit's headers: the step refused before recording x.rateHeaders.
     const out = withHeaders(response, extraHeaders(x, null));
     const nowMs = runtime.now();
-    if (requestLogWanted(x, nowMs)) log.raw(requestLogLine(x, out.status, declaredLength(out.headers), nowMs));
-    flushUsage(x, nowMs, config!.usageFlushIntervalMs);
+    const bytesOut = declaredLength(out.headers);
+    if (requestLogWanted(x, nowMs)) log.raw(requestLogLine(x, out.status, bytesOut, nowMs));
+    flushUsage(x, nowMs, config!.usageFlushIntervalMs, out.status, bytesOut);
     return out;
   }
 

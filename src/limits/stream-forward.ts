@@ -62,8 +62,9 @@ async function open(x: Exchange, target: string, headers: Headers, options: Stre
       answer = answerFrom(upgrade.response, extraHeaders(x, null));
     }
     const nowMs = x.runtime.now();
-    if (requestLogWanted(x, nowMs)) log.raw(requestLogLine(x, answer.status, declaredLength(answer.headers), nowMs));
-    flushUsage(x, nowMs, options.usageFlushIntervalMs);
+    const bytesOut = declaredLength(answer.headers);
+    if (requestLogWanted(x, nowMs)) log.raw(requestLogLine(x, answer.status, bytesOut, nowMs));
+    flushUsage(x, nowMs, options.usageFlushIntervalMs, answer.status, bytesOut);
     return answer;
   }
   const pair = new WebSocketPair();

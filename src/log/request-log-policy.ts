@@ -27,6 +27,7 @@
 // plus the smallest counter's (an over-estimate only when the slots were
 // full). Per isolate: a flood spread over many isolates gives one summary per
 // isolate per second.
+import { SpaceSaving } from "../engine/space-saving";
 import type { Background } from "../utils/wait-until";
 import { keepAlive } from "../utils/wait-until";
 
@@ -60,7 +61,7 @@ interface Window {
   logged: number;
   summarised: number;
   readonly byDecision: Map<string, number>;
-  readonly callers: Map<string, number>;
+  callers: SpaceSaving;
   /** The tail timer is started once per window (what it summarised after the timer fired waits for the next second's first refusal). */
   timed: boolean;
 }
@@ -124,7 +125,7 @@ export class RequestLogPolicy {
       // A refusal of an earlier second (a clock that stepped back) counts in the current window.
       if (w === null || second > w.second) {
         if (w !== null) this.#emit(w);
-        w = { second, logged: 0, summarised: 0, byDecision: new Map(), callers: new Map(), timed: false };
+        w = { second, logged: 0, summarised: 0, byDecision: new Map(), callers: new SpaceSaving(TOP_CALLER_SLOTS), timed: false };
         this.#window = w;
       }
     }
@@ -134,7 +135,7 @@ export class RequestLogPolicy {
     }
     w.summarised++;
     w.byDecision.set(decision, (w.byDecision.get(decision) ?? 0) + 1);
-    countCaller(w.callers, callerKey);
+    w.callers.add(callerKey);
     if (!w.timed) {
       w.timed = true;
       const window = w;
@@ -160,19 +161,19 @@ export class RequestLogPolicy {
     if (w.summarised === 0) return Promise.resolve();
     const byDecision: Record<string, number> = {};
     for (const [decision, n] of w.byDecision) byDecision[decision] = n;
-    const top = [...w.callers].sort((a, b) => b[1] - a[1]).slice(0, TOP_CALLERS_LOGGED);
+    const top = w.callers.top(TOP_CALLERS_LOGGED);
     const base = { window_start_unix_ms: w.second * WINDOW_MS, window_s: 1 as const, logged: w.logged, summarised: w.summarised, by_decision: byDecision };
     w.summarised = 0;
     w.byDecision.clear();
-    w.callers.clear();
+    w.callers = new SpaceSaving(TOP_CALLER_SLOTS);
     const write = (names: readonly string[] | null): void => {
       const topCallers: Record<string, number> = {};
-      if (names !== null) top.forEach(([, n], i) => (topCallers[names[i]!] = (topCallers[names[i]!] ?? 0) + n));
+      if (names !== null) top.forEach((hitter, i) => (topCallers[names[i]!] = (topCallers[names[i]!] ?? 0) + hitter.count));
       const summary: RefusalSummary = { ...base, top_callers: topCallers };
       this.#write(summaryLine(summary, (w.second + 1) * WINDOW_MS, names === null));
     };
     try {
-      const named = this.#name(top.map(([key]) => key));
+      const named = this.#name(top.map((hitter) => hitter.item));
       if (!(named instanceof Promise)) {
         write(named);
         return Promise.resolve();
@@ -184,29 +185,6 @@ export class RequestLogPolicy {
       return Promise.resolve();
     }
   }
-}
-
-/** Space-Saving: a caller not counted yet takes the smallest counter's place, and its count plus one. */
-function countCaller(callers: Map<string, number>, key: string): void {
-  const n = callers.get(key);
-  if (n !== undefined) {
-    callers.set(key, n + 1);
-    return;
-  }
-  if (callers.size < TOP_CALLER_SLOTS) {
-    callers.set(key, 1);
-    return;
-  }
-  let minKey = "";
-  let min = Infinity;
-  for (const [k, c] of callers) {
-    if (c < min) {
-      min = c;
-      minKey = k;
-    }
-  }
-  callers.delete(minKey);
-  callers.set(key, min + 1);
 }
 
 /** The summary line, in the logger's shape (level, at_unix_ms, event first). */
