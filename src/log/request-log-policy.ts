@@ -52,7 +52,7 @@ export interface RequestLogPolicyOptions {
   /** 0 ≤ x < 1; Math.random unless a test holds it. */
   readonly random?: () => number;
   /** Runs `fn` after `ms` (the end of a second with summarised refusals); default setTimeout, kept alive by the request's context. */
-  readonly later?: (ms: number, fn: () => void, ctx: Background | null) => void;
+  readonly later?: (ms: number, fn: () => Promise<void>, ctx: Background | null) => void;
 }
 
 /** What one summarised second holds. */
@@ -79,7 +79,7 @@ export interface RefusalSummary {
   readonly top_callers: Readonly<Record<string, number>>;
 }
 
-function defaultLater(ms: number, fn: () => void, ctx: Background | null): void {
+function defaultLater(ms: number, fn: () => Promise<void>, ctx: Background | null): void {
   keepAlive(ctx, new Promise<void>((resolve) => setTimeout(resolve, ms)).then(fn));
 }
 
@@ -124,7 +124,8 @@ export class RequestLogPolicy {
     if (w === null || w.second !== second) {
       // A refusal of an earlier second (a clock that stepped back) counts in the current window.
       if (w === null || second > w.second) {
-        if (w !== null) this.#emit(w);
+        // Naming the callers may wait on I/O (the digest key): kept alive past this request.
+        if (w !== null) keepAlive(ctx, this.#emit(w));
         w = { second, logged: 0, summarised: 0, byDecision: new Map(), callers: new SpaceSaving(TOP_CALLER_SLOTS), timed: false };
         this.#window = w;
       }
@@ -139,7 +140,7 @@ export class RequestLogPolicy {
     if (!w.timed) {
       w.timed = true;
       const window = w;
-      this.#later(Math.max(0, (second + 1) * WINDOW_MS - nowMs), () => void this.#emit(window), ctx);
+      this.#later(Math.max(0, (second + 1) * WINDOW_MS - nowMs), () => this.#emit(window), ctx);
     }
     return false;
   }

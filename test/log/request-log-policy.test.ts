@@ -7,12 +7,12 @@ import { RequestLogPolicy, type RequestLogMode, TOP_CALLER_SLOTS } from "../../s
 interface Held {
   policy: RequestLogPolicy;
   lines: string[];
-  timers: { ms: number; fn: () => void }[];
+  timers: { ms: number; fn: () => Promise<void> }[];
 }
 
 function held(mode: RequestLogMode, options: { sample?: number; refusalsPerS?: number; random?: () => number; names?: (keys: readonly string[]) => Promise<readonly string[]> | readonly string[] } = {}): Held {
   const lines: string[] = [];
-  const timers: { ms: number; fn: () => void }[] = [];
+  const timers: { ms: number; fn: () => Promise<void> }[] = [];
   const policy = new RequestLogPolicy({
     mode,
     sample: options.sample ?? 0.1,
