@@ -156,6 +156,18 @@ describe("in-flight limits", () => {
     await eventually(() => runtimeOf(priced).inFlight.countOf(`key:${id}`) === 0, "the slot is freed");
   });
 
+  it("takes no slot in mode off: a streamed answer is the origin's body, held by nothing", async () => {
+    const off = testConfig({ ...CONFIG, mode: "off", in_flight: { per_credential: 1 } });
+    const ip = "198.51.100.67";
+    const first = await callGateway(gatewayRequest("/big-off", { ip, headers: { "x-origin-body-bytes": String(2 * 1024 * 1024) } }), { TOLLGATE: off });
+    // The first body is unread; a second request of the same caller is still forwarded, and nothing is counted.
+    const second = await callGateway(gatewayRequest("/big-off", { ip, headers: { "x-origin-body-bytes": "100" } }), { TOLLGATE: off });
+    expect([first.status, second.status]).toEqual([200, 200]);
+    expect(runtimeOf(off).inFlight.total).toBe(0);
+    expect((await first.arrayBuffer()).byteLength).toBe(2 * 1024 * 1024);
+    expect((await second.arrayBuffer()).byteLength).toBe(100);
+  });
+
   it("leaves a small answer whole for a client that reads it only after the background work is done", async () => {
     // Regression: the settlement once cancelled the answer of every request
     // that had a request.signal, as if its client had gone.
