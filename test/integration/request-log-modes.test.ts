@@ -1,5 +1,5 @@
 // The request log's modes and the per-second refusal cap through the data
-// plane (DESIGN-free summary: docs/operations.md "Request log"): console.log is
+// plane (docs/operations.md, "The request log"): console.log is
 // the writer, the gateway's clock is the test's.
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { parseConfig } from "../../src/config";
