@@ -14,6 +14,7 @@ import { HEADER_VERSIONS, type HeaderVersion } from "./engine/rate-limit-headers
 import { parseStatusSet } from "./engine/status-match";
 import { type JwtConfig, jwtConfigSchema } from "./identity/jwt-config";
 import { parseResponseCharge, type ResponseCharge } from "./proxy/response-cost-spec";
+import type { RequestLogMode } from "./log/request-log-policy";
 import { DEFAULT_ORIGIN_NAME, type OriginSpec, parseOriginSpec } from "./proxy/upstream";
 
 export const DEFAULT_MODE = "enforce";
@@ -44,7 +45,13 @@ export const DEFAULT_USAGE_MAX_PENDING = 10_000;
 export const DEFAULT_RESERVATION_TTL_S = 900;
 export const DEFAULT_AUDIT_THRESHOLD_REJECTIONS = 100;
 export const DEFAULT_AUDIT_WINDOW_S = 60;
-export const DEFAULT_REQUEST_LOG = true;
+/** Which request-log lines are written: "all", "refusals", "sampled" or "off" (src/log/request-log-policy.ts). */
+export const DEFAULT_REQUEST_LOG: RequestLogMode = "all";
+/** With request_log "sampled": the share of admitted requests whose line is written. */
+export const DEFAULT_REQUEST_LOG_SAMPLE = 0.1;
+/** Refusal lines written one by one per isolate per second; past them, one refusals_summarised line per second. */
+export const DEFAULT_REQUEST_LOG_REFUSALS_PER_S = 50;
+export const MAX_REQUEST_LOG_REFUSALS_PER_S = 100_000;
 /** The ratelimit-headers draft the RateLimit fields follow. */
 export const DEFAULT_RATE_LIMIT_HEADERS: HeaderVersion = "draft-11";
 /** The scope of a limit that does not name one. */
@@ -198,7 +205,18 @@ export const configSchema = z.strictObject({
       window_s: wholeSeconds(MAX_AUDIT_WINDOW_S).default(DEFAULT_AUDIT_WINDOW_S),
     })
     .default({ threshold_rejections: DEFAULT_AUDIT_THRESHOLD_REJECTIONS, window_s: DEFAULT_AUDIT_WINDOW_S }),
-  request_log: z.boolean().default(DEFAULT_REQUEST_LOG),
+  // true and false are the older spelling of "all" and "off".
+  request_log: z
+    .union([z.enum(["all", "refusals", "sampled", "off"]), z.boolean()], { error: 'must be "all", "refusals", "sampled" or "off"' })
+    .default(DEFAULT_REQUEST_LOG)
+    .transform((v): RequestLogMode => (v === true ? "all" : v === false ? "off" : v)),
+  request_log_sample: z.number().min(0, "must be between 0 and 1").max(1, "must be between 0 and 1").default(DEFAULT_REQUEST_LOG_SAMPLE),
+  request_log_refusals_per_s: z
+    .number()
+    .int("must be a whole number")
+    .min(0, "must be >= 0")
+    .max(MAX_REQUEST_LOG_REFUSALS_PER_S, `must be <= ${MAX_REQUEST_LOG_REFUSALS_PER_S}`)
+    .default(DEFAULT_REQUEST_LOG_REFUSALS_PER_S),
   rate_limit_headers: z.enum(HEADER_VERSIONS as [HeaderVersion, ...HeaderVersion[]], 'must be "draft-11" or "draft-12"').default(DEFAULT_RATE_LIMIT_HEADERS),
   jwt: jwtConfigSchema.optional(),
   streams: z
@@ -269,7 +287,10 @@ export interface Config {
   readonly reservationTtlS: number;
   readonly auditThresholdRejections: number;
   readonly auditWindowMs: number;
-  readonly requestLog: boolean;
+  /** Which request-log lines are written (src/log/request-log-policy.ts). */
+  readonly requestLog: RequestLogMode;
+  readonly requestLogSample: number;
+  readonly requestLogRefusalsPerS: number;
   /** The ratelimit-headers draft the RateLimit fields follow. */
   readonly rateLimitHeaders: HeaderVersion;
   /** The JWT issuers, or null when JWTs are not accepted. */
@@ -383,6 +404,8 @@ export function parseConfig(raw: unknown): ConfigResult {
       auditWindowMs: c.audit.window_s * 1000,
       requestLog: c.request_log,
       rateLimitHeaders: c.rate_limit_headers,
+      requestLogSample: c.request_log_sample,
+      requestLogRefusalsPerS: c.request_log_refusals_per_s,
       jwt: c.jwt ?? null,
       blockedCountries: new Set(c.blocked_countries),
       streams: { rentPeriodMs: c.streams.rent_period_s * 1000, perCredential: c.streams.per_credential },

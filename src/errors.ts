@@ -124,3 +124,24 @@ export function problem(code: ProblemCode, options: ProblemOptions): Response {
   headers.set("cache-control", "no-store");
   return new Response(JSON.stringify(problemBody(code, options)), { status: PROBLEMS[code].status, headers });
 }
+
+/**
+ * A problem whose body and headers never change (a refusal's fixed answer),
+ * serialised once when it is compiled: each call answers a fresh Response,
+ * since a body is read once and the gateway sets its own headers on the
+ * answer, but nothing is built again but the Headers. Compile it where the
+ * step is built, not per request.
+ * @example const blocked = fixedProblem("blocked", { detail: "Requests from this caller are blocked." }); return blocked();
+ */
+export function fixedProblem(code: ProblemCode, options: ProblemOptions & { headers?: Readonly<Record<string, string>> }): () => Response {
+  const body = JSON.stringify(problemBody(code, options));
+  const status = PROBLEMS[code].status;
+  const extra: readonly (readonly [string, string])[] = Object.entries(options.headers ?? {});
+  return function fixedProblemResponse() {
+    const headers = new Headers();
+    for (let i = 0; i < extra.length; i++) headers.append(extra[i]![0], extra[i]![1]);
+    headers.set("content-type", PROBLEM_CONTENT_TYPE);
+    headers.set("cache-control", "no-store");
+    return new Response(body, { status, headers });
+  };
+}

@@ -25,7 +25,7 @@ import { declaredLength } from "./proxy/content-length";
 import { normalisePath, splitUrl } from "./proxy/request-path";
 import { problem } from "./errors";
 import { errorName, log } from "./log/logger";
-import { requestLogLine } from "./log/request-log";
+import { requestLogLine, requestLogWanted } from "./log/request-log";
 import type { Runtime } from "./runtime";
 import { type Background, keepAlive } from "./utils/wait-until";
 
@@ -93,7 +93,6 @@ export function compileGateway(runtime: Runtime): GatewayHandler {
     stripCredential: config.stripCredential,
     forwardMethodOverride: config.forwardMethodOverride,
     maxRequestBytes: config.maxRequestBytes,
-    requestLog: config.requestLog,
     usageMaxPending: config.usageMaxPending,
     usageFlushIntervalMs: config.usageFlushIntervalMs,
   };
@@ -111,8 +110,9 @@ export function compileGateway(runtime: Runtime): GatewayHandler {
     // A 429 rate_limited keeps its denying limit's headers: the step refused before recording x.rateHeaders.
     const out = withHeaders(response, extraHeaders(x, null));
     const nowMs = runtime.now();
-    if (config!.requestLog) log.raw(requestLogLine(x, out.status, declaredLength(out.headers), nowMs));
-    flushUsage(x, nowMs, config!.usageFlushIntervalMs, out.status, declaredLength(out.headers));
+    const bytesOut = declaredLength(out.headers);
+    if (requestLogWanted(x, nowMs)) log.raw(requestLogLine(x, out.status, bytesOut, nowMs));
+    flushUsage(x, nowMs, config!.usageFlushIntervalMs, out.status, bytesOut);
     return out;
   }
 

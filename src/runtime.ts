@@ -25,6 +25,9 @@ import { AlertOnce } from "./alerts/raise";
 import { UsageTracker } from "./identity/usage-tracker";
 import { compileJwtConfig, type JwtVerifier } from "./identity/jwt-verifier";
 import { log } from "./log/logger";
+import { RequestLogPolicy } from "./log/request-log-policy";
+import { database } from "./db/client";
+import { auditSubject, isReadableSubject } from "./identity/audit-subject";
 import { type OriginBaseResult, parseOriginBase } from "./proxy/origin-url";
 import { compileUpstreams, type UpstreamsResult } from "./proxy/upstream";
 import { deriveHmacKey, sha256Bytes } from "./utils/crypto";
@@ -80,6 +83,8 @@ export interface Runtime {
   readonly alertOnce: AlertOnce;
   /** JWT verification: its key sets and verified tokens; null when no issuer is configured. */
   readonly jwt: JwtVerifier | null;
+  /** Which request-log lines are written, the per-second refusal cap and its summaries. */
+  readonly requestLog: RequestLogPolicy;
   /** The clock every decision reads (Unix ms). Date.now() unless a test gives its own. */
   readonly now: () => number;
   /** The compiled data plane. */
@@ -164,6 +169,18 @@ export function compileRuntime(env: Bindings, options: RuntimeOptions = {}): Run
             staleIfErrorS: config.staleIfErrorMs / 1000,
             onJwksFailure: (_url, reason) => log.warn("jwks_fetch_failed", { reason }),
           }),
+    requestLog: new RequestLogPolicy({
+      mode: adminConfig.requestLog,
+      sample: adminConfig.requestLogSample,
+      refusalsPerS: adminConfig.requestLogRefusalsPerS,
+      write: (line) => log.raw(line),
+      // As the audit log names them: key ids as they are, addresses and JWT subjects as keyed digests.
+      nameCallers: async (callerKeys) => {
+        if (callerKeys.every(isReadableSubject)) return callerKeys;
+        const key = await runtime.keyCheck.auditKey(database(env.DB), now(), true);
+        return Promise.all(callerKeys.map((k) => auditSubject(key!, k)));
+      },
+    }),
     now,
     gateway: null as unknown as GatewayHandler,
   };

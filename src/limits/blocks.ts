@@ -5,13 +5,15 @@
 import type { PolicyCache, PolicySnapshot } from "../cache/policy-cache";
 import type { Exchange } from "../context";
 import { database } from "../db/client";
-import { problem } from "../errors";
+import { fixedProblem } from "../errors";
 import { parseApiKey, readCredential } from "../identity/api-key";
 import { keepAlive } from "../utils/wait-until";
 import type { Check, CheckResult } from "./check";
 
+const BLOCKED = fixedProblem("blocked", { detail: "Requests from this caller are blocked by the operator." });
+
 export function blockedResponse(): Response {
-  return problem("blocked", { detail: "Requests from this caller are blocked by the operator." });
+  return BLOCKED();
 }
 
 export interface CountryBlockOptions {

@@ -7,12 +7,14 @@
 // A slot is held until the response is fully streamed to the client, not just
 // until the handler returns: the response body is piped through an identity
 // stream and the slot is released when the pipe settles — finished, failed,
-// or cancelled because the client went away (src/limits/settle.ts). A
-// response without a body, a small one (SMALL_BODY_BYTES, declared), a
-// refusal, or an exception releases at once. One table per runtime.
+// or cancelled because the client went away (src/limits/settle.ts); on a
+// response-priced route, when the cost tap has read the origin's body to its
+// end (no second stream). A response without a body, a small one
+// (SMALL_BODY_BYTES, declared), a refusal, or an exception releases at once.
+// One table per runtime.
 import type { Config } from "../config";
 import type { Exchange } from "../context";
-import { problem } from "../errors";
+import { fixedProblem } from "../errors";
 import type { Check } from "./check";
 
 /** Counts by credential and by tenant; entries are deleted at zero, so the maps hold only what is in flight. */
@@ -85,14 +87,12 @@ export interface InFlightOptions {
  */
 export function inFlightLimit(options: InFlightOptions): Check {
   const { table, bounds } = options;
+  const tooMany = fixedProblem("too_many_in_flight", { detail: "Too many of this caller's requests are in progress at once.", headers: { "retry-after": "1" } });
   return function inFlightStep(x) {
     // A request held by a delay took its slot when it was held.
     if (x.releaseSlot !== null) return null;
     if (!takeSlot(x, table, bounds)) {
-      return x.refuse(
-        "too_many_in_flight",
-        problem("too_many_in_flight", { detail: "Too many of this caller's requests are in progress at once.", headers: { "retry-after": "1" } }),
-      );
+      return x.refuse("too_many_in_flight", tooMany());
     }
     return null;
   };

@@ -14,11 +14,20 @@
 // when the answer's body is delivered or abandoned, or when the client goes
 // away (`request.signal`, compatibility flag `enable_request_signal`), since
 // an answer nobody reads never finishes.
+//
+// What it costs to know a body's end (docs/performance.md, "Watching a
+// body's end"): nothing is put in the client's path unless a slot must be
+// held through the body, and then only one native stream. A body with no
+// slot to hold (`mode: "off"`, exempt paths), no body, or a small declared
+// one is the origin's own, handed over untouched. A response-priced body is
+// already read to its end by the cost tap's branch: that end (the origin's
+// body fully received) releases the slot, with no second stream in front of
+// the client.
 import type { Exchange } from "../context";
 import { database } from "../db/client";
 import { problem } from "../errors";
 import { errorName, log } from "../log/logger";
-import { requestLogLine } from "../log/request-log";
+import { requestLogLine, requestLogWanted } from "../log/request-log";
 import { declaredLength } from "../proxy/content-length";
 import { answerFrom, callOrigin, type OriginCall, originRequestHeaders } from "../proxy/forward";
 import { DEFAULT_ORIGIN_NAME, type Upstream, type Upstreams, upstreamFor } from "../proxy/upstream";
@@ -52,7 +61,6 @@ export interface ForwardOptions extends OriginHeaderRules {
   /** The default origin and each route's (a base URL, a service binding, or the zone's own origin). */
   readonly upstreams: Upstreams;
   readonly maxRequestBytes: number;
-  readonly requestLog: boolean;
   readonly usageMaxPending: number;
   readonly usageFlushIntervalMs: number;
 }
@@ -140,9 +148,18 @@ class Settlement {
     // are still read: a caller cannot dodge its final usage event by leaving).
     let costSettled: Promise<void> | null = null;
     let body = origin.body;
+    const bytesOut = declaredLength(origin.headers);
+    const release = x.releaseSlot;
+    // The slot is held until the answer's body has been streamed, unless
+    // there is none to hold it for: no body, or a small declared one (it
+    // leaves in one write; watching it would cost more than it holds).
+    const hold = release !== null && body !== null && (bytesOut === null || bytesOut > SMALL_BODY_BYTES);
+    // A body the cost tap reads to its end anyway: that end is the slot's.
+    let tapEnded: Promise<void> | null = null;
     if (x.priced !== null) {
-      const priced = priceResponse(origin, x.priced.charge);
+      const priced = priceResponse(origin, x.priced.charge, { drain: hold });
       body = priced.body;
+      tapEnded = priced.ended;
       const settle = (result: CostResult): HeaderList | null => settleResponseCharge(x, result, x.runtime.now(), options.usageMaxPending);
       if (priced.known !== null) {
         const settled = settle(priced.known);
@@ -155,24 +172,21 @@ class Settlement {
       if (settled !== null) x.rateHeaders = settled;
     }
     this.#body = body;
-    const bytesOut = declaredLength(origin.headers);
-    // The slot is held until the answer's body is delivered or abandoned,
-    // unless there is none to hold it for: no body, or a small declared one
-    // (it leaves in one write; piping it would cost more than it holds).
-    const release = x.releaseSlot;
-    const pipe = release !== null && body !== null && (bytesOut === null || bytesOut > SMALL_BODY_BYTES);
-    const delivered = pipe ? signal() : null;
+    // Otherwise the origin's body is piped through a native stream whose end
+    // is the delivery's: the only way this runtime tells a body's end.
+    const delivered = hold && tapEnded === null ? signal() : null;
+    const ended = delivered !== null ? delivered.promise : hold ? tapEnded : null;
     this.#resolve(answerFrom(origin, extraHeaders(x, quotaResult), delivered === null ? body : this.#deliveredBody(body!, bytesOut, delivered.fire)));
     this.#after(origin.status, bytesOut, true);
-    if (release !== null && delivered === null) release();
-    if (delivered === null && costSettled === null) return;
+    if (release !== null && ended === null) release();
+    if (ended === null && costSettled === null) return;
     // Whether the client actually went away (the signal firing), not whether it could.
     let left = false;
     const gone = clientGone(x.request)?.then(() => {
       left = true;
     });
-    if (delivered !== null) {
-      await (gone === undefined ? delivered.promise : Promise.race([delivered.promise, gone]));
+    if (ended !== null) {
+      await (gone === undefined ? ended : Promise.race([ended, gone]));
       release!();
       if (left) this.#cancelAnswer();
     }
@@ -214,7 +228,7 @@ class Settlement {
       const bytesIn = x.declaredBytes ?? 0;
       if (bytesIn > 0) x.runtime.meter.add(tenant.slug, "bytes_in", bytesIn, nowMs, options.usageMaxPending);
     }
-    if (options.requestLog) log.raw(requestLogLine(x, status, bytesOut, nowMs));
+    if (requestLogWanted(x, nowMs)) log.raw(requestLogLine(x, status, bytesOut, nowMs));
     flushUsage(x, nowMs, options.usageFlushIntervalMs, status, bytesOut);
   }
 }
@@ -294,7 +308,7 @@ export function originUnreachable(name: string): Response {
  * the request's collapsed path, then the query; a service binding with the
  * same path and query; with no ORIGIN_URL, the zone's own origin) and
  * settles everything after.
- * @example const forward = forwardToOrigin({ upstreams, stripCredential: false, forwardMethodOverride: false, maxRequestBytes: 0, requestLog: true, usageMaxPending: 10_000, usageFlushIntervalMs: 60_000 });
+ * @example const forward = forwardToOrigin({ upstreams, stripCredential: false, forwardMethodOverride: false, maxRequestBytes: 0, usageMaxPending: 10_000, usageFlushIntervalMs: 60_000 });
  */
 export function forwardToOrigin(options: ForwardOptions): (x: Exchange) => Promise<Response> {
   const upstreams = options.upstreams;

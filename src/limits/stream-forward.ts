@@ -29,7 +29,7 @@ const NEVER_TOO_LARGE = (): boolean => false;
 
 /**
  * Proxies an admitted upgrade to the origin as a WebSocket.
- * @example const forwardStream = forwardWebSocket({ upstreams, stripCredential: false, forwardMethodOverride: false, maxRequestBytes: 0, table, defaults, rentPeriodMs: 60_000, requestLog: true, usageMaxPending: 10_000, usageFlushIntervalMs: 60_000 });
+ * @example const forwardStream = forwardWebSocket({ upstreams, stripCredential: false, forwardMethodOverride: false, maxRequestBytes: 0, table, defaults, rentPeriodMs: 60_000, usageMaxPending: 10_000, usageFlushIntervalMs: 60_000 });
  */
 export function forwardWebSocket(options: StreamForwardOptions): (x: Exchange) => Promise<Response> {
   const upstreams = options.upstreams;

@@ -35,7 +35,6 @@ export interface StreamSessionOptions {
   readonly table: LimiterTable;
   readonly defaults: CategoryDefaults;
   readonly rentPeriodMs: number;
-  readonly requestLog: boolean;
   readonly usageMaxPending: number;
   readonly usageFlushIntervalMs: number;
 }
@@ -179,7 +178,7 @@ export class StreamSession {
     const options = this.#options;
     const nowMs = x.runtime.now();
     this.#meter(nowMs, true);
-    if (options.requestLog) {
+    if (x.runtime.requestLog.admitted()) {
       log.raw(streamLogLine(x, { endedBy, closeCode, messagesIn: this.#messagesIn, messagesOut: this.#messagesOut, rentPeriods: this.#rentPeriods }, nowMs));
     }
     // A stream's data point: status 101, and no body bytes (its messages are counted in the log line).

@@ -62,3 +62,22 @@ export function requestLogLine(x: Exchange, status: number, bytesOut: number | n
     (x.ledgerError ? `,"ledger_error":true}` : "}")
   );
 }
+
+/** The caller a refusal is counted against in a summary: the credential's key, or the address before one is known. */
+function summaryCallerOf(x: Exchange): string {
+  const caller = x.caller;
+  return caller.kind === "anonymous" ? `ip:${x.clientKey}` : caller.callerKey;
+}
+
+/**
+ * Whether the request's line is to be written, by the runtime's request-log
+ * policy (src/log/request-log-policy.ts): an admitted, exempt or `off`
+ * request by the mode; a refusal within the per-second cap (past it, it is
+ * counted into that second's summary here, and no line is built).
+ */
+export function requestLogWanted(x: Exchange, nowMs: number): boolean {
+  const policy = x.runtime.requestLog;
+  const decision = x.decision;
+  if (decision === "admitted" || decision === "exempt" || decision === "off") return policy.admitted();
+  return policy.refusal(decision, summaryCallerOf(x), nowMs, x.ctx);
+}

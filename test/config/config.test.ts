@@ -32,7 +32,9 @@ describe("config", () => {
       expect(c.reservationTtlS).toBe(DEFAULT_RESERVATION_TTL_S);
       expect(c.auditThresholdRejections).toBe(100);
       expect(c.auditWindowMs).toBe(60_000);
-      expect(c.requestLog).toBe(true);
+      expect(c.requestLog).toBe("all");
+      expect(c.requestLogSample).toBe(0.1);
+      expect(c.requestLogRefusalsPerS).toBe(50);
       expect(c.authFailureLimits).toHaveLength(1);
       expect(c.authFailureLimits[0]).toMatchObject({ count: 60, windowS: 60 });
       expect(c.defaultScope).toBe("isolate");
