@@ -6,13 +6,13 @@
 //   admin/, console/serve.ts    the admin API and the console's assets
 //   runtime.ts                  one runtime per config: builds the tables, caches and the gateway
 //   gateway.ts                  the data plane: the steps in order
-//   limits/, log/               the steps, and the request-log lines they write
-//   alerts/ (but deliver.ts)    alerts a step raises (a queue send)
+//   limits/, alerts/, log/      the steps, the alerts they raise, the log lines they write
 //   cache/, identity/           per-isolate caches; who is asking
 //   exchange.ts, config.ts      what one request carries; the parsed config
 //   proxy/                      the origin request and response
 //   durable/, db/               Durable Objects; D1 through drizzle
-//   errors.ts, log/logger.ts    problem+json; the one logger
+//   errors.ts, log/logger.ts,   problem+json; the one logger;
+//   log/request-log-policy.ts   which log lines are written
 //   engine/, utils/             pure decisions; crypto, Bearer, waitUntil
 //
 // Type imports count like any other: swc parses the sources as written, so an
@@ -21,6 +21,9 @@
 
 /** Files that sit above the steps: nothing below may name them. alerts/deliver.ts is the queue's handler, beside app.ts. */
 const TOP = "^src/(index|app|runtime|gateway)\\.ts$|^src/(admin|console|cli)/|^src/alerts/deliver\\.ts$";
+
+/** The log lines built from an exchange (request-log.ts, stream-log.ts, ...): the logger and the request-log policy sit low. */
+const LOG_LINES = "^src/log/(?!(logger|request-log-policy)\\.ts$)";
 
 module.exports = {
   forbidden: [
@@ -48,8 +51,8 @@ module.exports = {
     {
       name: "leaf-helpers",
       severity: "error",
-      comment: "errors.ts and the logger are used everywhere, so they name nothing but engine/ and utils/.",
-      from: { path: "^src/(errors\\.ts|log/logger\\.ts)$" },
+      comment: "errors.ts, the logger and the request-log policy (which lines are written) are used everywhere, so they name nothing but engine/ and utils/.",
+      from: { path: "^src/(errors\\.ts|log/logger\\.ts|log/request-log-policy\\.ts)$" },
       to: { path: "^src/", pathNot: "^src/(engine|utils)/" },
     },
     {
@@ -57,41 +60,34 @@ module.exports = {
       severity: "error",
       comment: "durable/ and db/ take only engine/, utils/, errors.ts and the logger (and their own folder).",
       from: { path: "^src/(durable|db)/" },
-      to: { path: "^src/", pathNot: ["^src/(engine|utils)/", "^src/errors\\.ts$", "^src/log/logger\\.ts$", "^src/$1/"] },
+      to: { path: "^src/", pathNot: ["^src/(engine|utils)/", "^src/errors\\.ts$", "^src/log/(logger|request-log-policy)\\.ts$", "^src/$1/"] },
     },
     {
       name: "proxy-is-low",
       severity: "error",
       comment: "proxy/ builds the origin request and reads its response: it names no request state (exchange.ts, config.ts) nor anything above.",
       from: { path: "^src/proxy/" },
-      to: { path: `${TOP}|^src/(limits|alerts|cache|identity)/|^src/log/(?!logger\\.ts$)|^src/(exchange|config)\\.ts$` },
+      to: { path: `${TOP}|^src/(limits|alerts|cache|identity)/|${LOG_LINES}|^src/(exchange|config)\\.ts$` },
     },
     {
       name: "exchange-and-config-are-low",
       severity: "error",
       comment: "The types every layer shares (exchange.ts) and the config name nothing of the steps, caches or runtime above them.",
       from: { path: "^src/(exchange|config)\\.ts$" },
-      to: { path: `${TOP}|^src/(limits|alerts|cache)/|^src/log/(?!logger\\.ts$)` },
+      to: { path: `${TOP}|^src/(limits|alerts|cache)/|${LOG_LINES}` },
     },
     {
       name: "cache-and-identity-below-limits",
       severity: "error",
       comment: "cache/ and identity/ never import limits/, alerts/, the request log, the gateway or the runtime.",
       from: { path: "^src/(cache|identity)/" },
-      to: { path: `${TOP}|^src/(limits|alerts)/|^src/log/(?!logger\\.ts$)` },
-    },
-    {
-      name: "alerts-below-limits",
-      severity: "error",
-      comment: "The steps raise alerts: alerts/ never names a step, the request log, the gateway or the runtime.",
-      from: { path: "^src/alerts/", pathNot: "^src/alerts/deliver\\.ts$" },
-      to: { path: `${TOP}|^src/limits/|^src/log/(?!logger\\.ts$)` },
+      to: { path: `${TOP}|^src/(limits|alerts)/|${LOG_LINES}` },
     },
     {
       name: "steps-below-gateway",
       severity: "error",
-      comment: "limits/ and log/ are built by the gateway: they never name it, the runtime or the app.",
-      from: { path: "^src/(limits|log)/" },
+      comment: "limits/, alerts/ and log/ are built or called by the gateway's steps: they never name it, the runtime or the app.",
+      from: { path: "^src/(limits|alerts|log)/", pathNot: "^src/alerts/deliver\\.ts$" },
       to: { path: TOP },
     },
     {

@@ -25,6 +25,7 @@ import type { HeaderList } from "./engine/rate-limit-headers";
 import type { ResponseCharge } from "./proxy/response-cost-spec";
 import type { KeyLimits, TenantLimits } from "./engine/resolve-limits";
 import type { RouteMatch } from "./engine/routes";
+import type { StatusSet } from "./engine/status-match";
 import type { ProblemCode } from "./errors";
 import type { Background } from "./utils/wait-until";
 
@@ -86,6 +87,22 @@ export interface Removal {
   readonly rawObject: string;
 }
 
+/** A request's charges deferred to the origin's status, kept by the rate-limit step (src/limits/status-charge.ts settles them). */
+export interface StatusCharge {
+  readonly statuses: StatusSet;
+  /** The route's charges on each subject, with the limits in force at admission. */
+  readonly deferred: readonly Charge[];
+  /** The charges admitted with the request (they come first in the headers' policy list). */
+  readonly admitted: readonly Charge[];
+  /** The admission's tightest limit, to compare with the settlement's. */
+  readonly tightest: HeaderFigures | null;
+}
+
+/** A policy snapshot as a step reads it: the override in force for a caller. */
+export interface OverrideSource {
+  overrideFor(callerKey: string, nowMs: number): KeyLimits | null;
+}
+
 /**
  * The runtime's parts a step reads off the exchange: the isolate's clock and
  * the tables a settlement writes into. Declared by shape (the classes live in
@@ -100,6 +117,18 @@ export interface ExchangeRuntime {
   readonly meter: UsageMeter;
   /** Requests per minute, tenant and decision (src/db/traffic-recorder.ts). */
   readonly traffic: TrafficRecorder;
+  /** Which request-log lines are written (src/log/request-log-policy.ts). */
+  readonly requestLog: {
+    admitted(): boolean;
+    refusal(decision: string, callerKey: string, nowMs: number, ctx: Background | null): boolean;
+  };
+  /** The isolate's blocks and overrides (src/cache/policy-cache.ts): a held request reads its caller's override again. */
+  readonly policy: {
+    peek(nowMs: number): OverrideSource | undefined;
+    load(db: () => Db, nowMs: number, keepAlive?: (work: Promise<unknown>) => void): Promise<OverrideSource>;
+  };
+  /** Requests in flight in the isolate (src/limits/in-flight.ts). */
+  readonly inFlight: { readonly total: number };
   /** Alerts raised lately by this isolate (src/alerts/raise.ts): true the first time a key is seen in a period. */
   readonly alertOnce: {
     first(key: string, nowMs: number, periodMs: number): boolean;
@@ -135,7 +164,7 @@ export class Exchange {
   readonly config: Config;
   readonly startedAtMs: number;
   readonly method: string;
-  /** The path as forwarded: runs of `/` collapsed (DESIGN §3 step 0). */
+  /** The path as forwarded: runs of `/` collapsed. */
   readonly path: string;
   /** The query with its `?`, or "". */
   readonly search: string;
@@ -156,7 +185,7 @@ export class Exchange {
   rateHeaders: HeaderList | null = null;
   /** Releases this request's in-flight slot; set by the in-flight step, called once by whoever ends the request. */
   releaseSlot: (() => void) | null = null;
-  /** An `Upgrade: websocket` GET (DESIGN §13): a stream, with rent and a stream slot instead of an in-flight slot. Set by the gateway before any step. */
+  /** An `Upgrade: websocket` GET: a stream, with rent and a stream slot instead of an in-flight slot. Set by the gateway before any step. */
   upgrade = false;
   /** Releases this stream's slot; set by the stream-slot step, called once by whoever ends the stream. */
   releaseStream: (() => void) | null = null;
@@ -164,8 +193,19 @@ export class Exchange {
   upload: UploadReservation | null = null;
   /** A delete on a `release` route, recorded once the origin answered 2xx. */
   removal: Removal | null = null;
-  /** A response-priced route's reserve, admitted and kept to settle once the origin has answered (DESIGN §14). */
-  priced: { readonly charge: ResponseCharge; readonly reserved: readonly Charge[]; readonly tightest: HeaderFigures | null } | null = null;
+  /** A response-priced route's reserve, admitted and kept to settle once the origin has answered. */
+  priced: {
+    readonly charge: ResponseCharge;
+    readonly reserved: readonly Charge[];
+    readonly tightest: HeaderFigures | null;
+    /** Every charge of the request (the RateLimit headers list them all); the reserve's start at reserveFrom. */
+    readonly charges: readonly Charge[];
+    readonly reserveFrom: number;
+  } | null = null;
+  /** A `charge_on_status` route's charges, checked but not taken: settled once the origin's status is known. */
+  statusCharge: StatusCharge | null = null;
+  /** Ms this request was held before it was forwarded (a limit's delay_max_ms); 0 = not held. */
+  delayedMs = 0;
   /** The declared body size (Content-Length), or null. */
   readonly declaredBytes: number | null;
   /** A global limit's ledger could not answer and `global.on_error` decided instead (the request log says so). */
