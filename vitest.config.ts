@@ -1,7 +1,7 @@
 import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-pool-workers";
 import { defineConfig } from "vitest/config";
 
-// Two projects, one `npm test`:
+// Three projects, one `npm test`:
 //
 // - "workers": every test under test/ except test/e2e and test/tooling runs inside workerd
 //   with the real bindings from wrangler.toml: D1 (migrations applied in
