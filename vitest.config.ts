@@ -1,9 +1,9 @@
 import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-pool-workers";
 import { defineConfig } from "vitest/config";
 
-// Three projects, one `npm test`:
+// Four projects, one `npm test`:
 //
-// - "workers": every test under test/ except test/e2e and test/tooling runs inside workerd
+// - "workers": every test under test/ except test/e2e, test/engine and test/tooling runs inside workerd
 //   with the real bindings from wrangler.toml: D1 (migrations applied in
 //   test/apply-migrations.ts), the TenantQuota Durable Object, and ORIGIN_URL
 //   pointing at the recording origin that test/global-setup.ts starts on
@@ -11,6 +11,7 @@ import { defineConfig } from "vitest/config";
 // - "e2e": test/e2e runs in Node against the gateway under `wrangler dev`
 //   with a fresh local D1, started once by test/e2e/global-setup.ts (the CLI
 //   as a child process; later the console in a browser).
+// - "engine": test/engine runs in Node (the engine is pure).
 // - "tooling": test/tooling runs in Node and checks the project's own rules
 //   (the layers `npm run lint:deps` enforces).
 export default defineConfig(async () => {
@@ -51,7 +52,7 @@ export default defineConfig(async () => {
           test: {
             name: "workers",
             include: ["test/**/*.test.ts"],
-            exclude: ["test/e2e/**", "test/tooling/**"],
+            exclude: ["test/e2e/**", "test/tooling/**", "test/engine/**"],
             globalSetup: ["./test/global-setup.ts"],
             setupFiles: ["./test/apply-migrations.ts", "./test/unhandled-rejections.ts", "./test/fast-check-seed.ts"],
             testTimeout: 30_000,
@@ -66,6 +67,18 @@ export default defineConfig(async () => {
             globalSetup: ["./test/e2e/global-setup.ts"],
             testTimeout: 60_000,
             hookTimeout: 60_000,
+          },
+        },
+        {
+          // The engine is pure (no Workers API, time passed in as nowMs), so
+          // its tests run in Node: no workerd to start and no D1 to migrate
+          // per file, which was most of each engine file's time.
+          test: {
+            name: "engine",
+            include: ["test/engine/**/*.test.ts"],
+            environment: "node",
+            setupFiles: ["./test/fast-check-seed.ts"],
+            testTimeout: 30_000,
           },
         },
         {
