@@ -6,11 +6,12 @@
 //   thresholds as a JSON array, ascending) and the current period's state:
 //   `period_start` (0 for credits), `used` (reserved and settled spends
 //   together), `fired` (a bit per threshold already audited this period).
-// (IF NOT EXISTS: a test that rebuilds an object from its first migration
-// keeps these tables.)
 // - budget_reservations: what each request reserved, per budget, so its
 //   settlement moves exactly that (and a replayed settlement nothing).
 //   Rows are kept BUDGET_RESERVATION_RETENTION_MS and pruned on reserve.
+//
+// IF NOT EXISTS: a test that rebuilds an object from its first migration
+// keeps these tables.
 
 export const BUDGET_MIGRATION_STATEMENTS: readonly string[] = [
   `CREATE TABLE IF NOT EXISTS budgets (
