@@ -30,6 +30,9 @@ const EXPECTED: Record<ProblemCode, number> = {
   admin_disabled: 503,
   admin_unavailable: 503,
   limits_unavailable: 503,
+  budget_exhausted: 429,
+  credits_exhausted: 402,
+  budget_unavailable: 503,
 };
 
 describe("problem+json", () => {
