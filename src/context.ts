@@ -4,6 +4,7 @@
 // types` into worker-configuration.d.ts, plus the two secrets, which are
 // optional at run time and so are typed here.
 import type { BudgetCategories } from "./cache/stored-budgets";
+import type { BudgetTicket } from "./durable/budget-client";
 import type { Config } from "./config";
 import type { ParsedAddress } from "./engine/cidr";
 import type { OrgQuotaRef } from "./durable/quota-client";
@@ -118,6 +119,10 @@ export class Exchange {
   removal: Removal | null = null;
   /** A response-priced route's reserve, admitted and kept to settle once the origin has answered (DESIGN §14). */
   priced: { readonly charge: ResponseCharge; readonly reserved: readonly Charge[]; readonly tightest: HeaderFigures | null } | null = null;
+  /** What the rate-limit step charged this request when it admitted it, so a budget refusal can give it back. */
+  charged: readonly Charge[] | null = null;
+  /** The request's budget reservation (src/limits/budget.ts), settled or released once its outcome is known. */
+  budget: BudgetTicket | null = null;
   /** The declared body size (Content-Length), or null. */
   readonly declaredBytes: number | null;
   /** A global limit's ledger could not answer and `global.on_error` decided instead (the request log says so). */

@@ -11,6 +11,7 @@ import { Exchange, type Bindings } from "./context";
 import { inFlightBounds, inFlightLimit } from "./limits/in-flight";
 import { authenticate } from "./limits/authenticate";
 import { blockCallers, blockCountries } from "./limits/blocks";
+import { budgetCheck, releaseBudget } from "./limits/budget";
 import type { Check, CheckResult } from "./limits/check";
 import { classify } from "./limits/classify";
 import { quotaCheck, settleQuota } from "./limits/quota";
@@ -68,6 +69,7 @@ export function compileGateway(runtime: Runtime): GatewayHandler {
   add(authenticate({ anonymous: config.anonymous, verifier: runtime, gate: runtime.authGate, policy: runtime.policy }));
   add(matchRoute(config.routes));
   add(rateLimit({ table: runtime.limiter, leases: runtime.leases, now: runtime.now, defaults: config.defaults, responseCharges: config.responseCharges }));
+  add(budgetCheck({ responseCharges: config.responseCharges, now: runtime.now }));
   // A WebSocket upgrade (DESIGN §13) runs the same checks up to here (its
   // rate limits include the open's stream rent), then takes a stream slot
   // instead of an in-flight slot; it has no body, so no size or quota step.
@@ -102,6 +104,8 @@ export function compileGateway(runtime: Runtime): GatewayHandler {
   function answered(x: Exchange, response: Response): Response {
     x.releaseSlot?.();
     x.releaseStream?.();
+    // Not forwarded: a budget reserve taken before the refusal is given back.
+    if (x.budget !== null) releaseBudget(x);
     // A 429 rate_limited keeps its denying limit's headers: the step refused before recording x.rateHeaders.
     const out = withHeaders(response, extraHeaders(x, null));
     const nowMs = runtime.now();

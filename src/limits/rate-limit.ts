@@ -125,6 +125,8 @@ export function rateLimit(options: RateLimitOptions): Check {
       // The reserve's charges are the last ones: kept to settle against the same limits once the origin has answered.
       x.priced = { charge: responseCharge, reserved: charges.slice(reserveFrom), tightest: decision.tightest };
     }
+    // Kept so that a later refusal of the same spend (a budget) can give it back: all or nothing.
+    if (decision.allowed) x.charged = charges;
     x.rateHeaders = rateLimitHeaders(decision, charges);
     return null;
   }
