@@ -285,3 +285,25 @@ export async function purgeBudgets(env: Bindings, where: { tenant: string; owner
     log.error("budget_purge_failed", { error: errorName(error) });
   }
 }
+
+/**
+ * The budgets that apply to a caller, for explain: a key's own, its
+ * tenant's and the tenant's org's (a tenant: its own and its org's), with
+ * `remaining` and `resets_at`. Null when a quota object does not answer.
+ */
+export async function callerBudgets(env: Bindings, db: Db, callerKey: string, tenant: string | null): Promise<ReturnType<typeof presentBudget>[] | null> {
+  if (tenant === null) return [];
+  const row = await stored(() => getTenant(db, tenant));
+  const org = row?.org ?? null;
+  const owners = new Set([`tenant:${tenant}`]);
+  if (callerKey.startsWith("key:")) owners.add(callerKey);
+  try {
+    const nowMs = Date.now();
+    const own = await callQuota(async (): Promise<BudgetState[]> => tenantStub(env, tenant).budgetList(null, nowMs));
+    const orgs = org === null ? [] : await callQuota(async (): Promise<BudgetState[]> => orgStub(env, org).budgetList(`org:${org}`, nowMs));
+    return [...own.filter((b) => owners.has(b.owner)), ...orgs].map(presentBudget);
+  } catch (error) {
+    log.error("budget_read_failed", { error: errorName(error) });
+    return null;
+  }
+}

@@ -22,6 +22,7 @@ import { type ChargedSubject, chargedSubjects, LIMITS_UNAVAILABLE_RETRY_AFTER_S 
 import { problem } from "../errors";
 import type { AdminEnv } from "./admin-env";
 import { adminAuditSubject } from "./audit-subject-key";
+import { callerBudgets } from "./budgets";
 import { parseCallerKey } from "./caller-keys";
 import { keyNotFound, tenantNotFound } from "./not-found";
 import { presentBlock, presentOverride } from "./present";
@@ -153,6 +154,7 @@ export function registerCallerRoutes(app: Hono<AdminEnv>): void {
       limits: await explainLimits(table, c.env.LIMIT_LEDGER, limits, nowMs),
       override: overrideRow === null ? null : presentOverride(overrideRow, nowMs),
       block: await blockOf(c, caller, nowMs),
+      budgets: await callerBudgets(c.env, database(c.env.DB), caller.callerKey, caller.tenant),
     });
   });
 }

@@ -6,6 +6,7 @@ import { readFileSync } from "node:fs";
 import { Command } from "commander";
 import { usageError } from "./cli-error.mjs";
 import { registerBlockCommands } from "./commands/blocks.mjs";
+import { registerBudgetCommands } from "./commands/budgets.mjs";
 import { registerCallerCommands } from "./commands/explain.mjs";
 import { registerKeyCommands } from "./commands/keys.mjs";
 import { registerOrgCommands } from "./commands/orgs.mjs";
@@ -66,6 +67,7 @@ Exit status: 0 done, 1 refused by the gateway, unreachable, or drift found,
   registerBlockCommands(program, runtime);
   registerOrgCommands(program, runtime);
   registerCallerCommands(program, runtime);
+  registerBudgetCommands(program, runtime);
   registerUsageCommands(program, runtime);
 
   for (const command of [program, ...program.commands]) if (command.commands.length > 0) requireSubcommand(command);

@@ -151,3 +151,26 @@ describe("owners", () => {
     expect(Object.keys(doc.components.schemas)).toEqual(expect.arrayContaining(["Budget", "BudgetBody", "TopUpBody"]));
   });
 });
+
+describe("explain", () => {
+  it("lists a key's budgets, its tenant's and its org's, with remaining and resets_at", async () => {
+    const org = unique("exorg");
+    const tenant = unique("extenant");
+    await jsonOf(await adminCall("PUT", `/orgs/${org}`, CONFIG, { body: {} }), 201);
+    await createTenant(CONFIG, tenant, { org });
+    const key = await mintKey(CONFIG, tenant);
+    const other = await mintKey(CONFIG, tenant);
+    await jsonOf(await adminCall("PUT", `/keys/${key.id}/budgets/tokens`, CONFIG, { body: { amount: 1_000_000, period: "month" } }), 201);
+    await jsonOf(await adminCall("PUT", `/keys/${other.id}/budgets/tokens`, CONFIG, { body: { amount: 5, period: "month" } }), 201);
+    await jsonOf(await adminCall("PUT", `/tenants/${tenant}/budgets/request`, CONFIG, { body: { amount: 1000, period: "none" } }), 201);
+    await jsonOf(await adminCall("PUT", `/orgs/${org}/budgets/tokens`, CONFIG, { body: { amount: 10_000_000, period: "month" } }), 201);
+    const explained = await jsonOf<{ budgets: Budget[] }>(await adminCall("GET", `/callers/key:${key.id}`, CONFIG), 200);
+    expect(explained.budgets.map((b) => [b.owner, b.category, b.remaining, b.resets_at === null])).toEqual([
+      [`key:${key.id}`, "tokens", 1_000_000, false],
+      [`tenant:${tenant}`, "request", 1000, true],
+      [`org:${org}`, "tokens", 10_000_000, false],
+    ]);
+    const ofTenant = await jsonOf<{ budgets: Budget[] }>(await adminCall("GET", `/callers/tenant:${tenant}`, CONFIG), 200);
+    expect(ofTenant.budgets.map((b) => b.owner)).toEqual([`tenant:${tenant}`, `org:${org}`]);
+  });
+});
