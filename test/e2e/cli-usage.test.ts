@@ -51,8 +51,8 @@ async function commandPaths(): Promise<string[][]> {
 describe("tollgate --help", () => {
   it("answers every command's --help with its usage on stdout and exit 0", async () => {
     const paths = await commandPaths();
-    // tollgate, 8 commands, 20 subcommands: issue 17's list plus `overrides get` and `reset` (issue 16's reset).
-    expect(paths).toHaveLength(29);
+    // tollgate, 9 commands, 23 subcommands: issue 17's list plus `overrides get`, `reset` (issue 16's reset) and `budgets get|put|topup`.
+    expect(paths).toHaveLength(33);
     expect(paths.map((p) => p.join(" "))).toEqual(
       expect.arrayContaining([
         "tenants ls", "tenants get", "tenants put", "tenants rm",
@@ -61,6 +61,7 @@ describe("tollgate --help", () => {
         "blocks ls", "blocks add", "blocks rm",
         "orgs ls", "orgs get", "orgs put", "orgs rm",
         "explain", "reset", "usage export", "usage reconcile",
+        "budgets get", "budgets put", "budgets topup",
       ]),
     );
     for (const path of paths) {
