@@ -153,19 +153,26 @@ async function reserve(x: Exchange, plan: BudgetPlan, now: () => number): Promis
     case "exhausted": {
       recordBudgetAudits(x, outcome.audits);
       const { code, response } = budgetRefusal(outcome.budget, nowMs);
-      refundRateLimits(x, nowMs);
-      return x.refuse(code, response);
+      return refuseAll(x, code, response, nowMs);
     }
     case "unavailable":
-      refundRateLimits(x, nowMs);
-      return x.refuse(
+      return refuseAll(
+        x,
         "budget_unavailable",
         problem("budget_unavailable", {
           detail: "A budget could not be checked; the request was not forwarded and nothing was spent.",
           headers: { "retry-after": String(BUDGET_UNAVAILABLE_RETRY_AFTER_S) },
         }),
+        nowMs,
       );
   }
+}
+
+/** A refusal that also gives back the rate-limit charge, when it is the answer (shadow mode forwards, so keeps the charge). */
+function refuseAll(x: Exchange, code: "budget_exhausted" | "credits_exhausted" | "budget_unavailable", response: Response, nowMs: number): Response | null {
+  const refused = x.refuse(code, response);
+  if (refused !== null) refundRateLimits(x, nowMs);
+  return refused;
 }
 
 /**
