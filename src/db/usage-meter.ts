@@ -23,7 +23,7 @@ import { errorName, log } from "../log/logger";
  * `stream_seconds`: how long the tenant's WebSocket streams stayed open (DESIGN §13), whole seconds, each stream rounded up.
  * `units:<category>`: what response-priced routes cost (DESIGN §14), in the category's units.
  */
-export type MeterMetric = "requests" | "bytes_in" | "bytes_stored" | "stream_seconds" | `units:${string}`;
+export type MeterMetric = "requests" | "bytes_in" | "bytes_stored" | "stream_seconds" | `units:${string}` | `budget:${string}`;
 
 interface Pending {
   readonly tenant: string;

@@ -37,6 +37,8 @@ export interface BudgetTicket {
   readonly org: string | null;
   /** Every category reserved, for a release. */
   readonly categories: readonly string[];
+  /** The spends recorded (those whose budget exists), for metering. */
+  readonly charged: readonly BudgetSpend[];
 }
 
 /**
@@ -56,6 +58,7 @@ export async function reserveBudgets(ns: BudgetNamespaces, plan: BudgetPlan, now
   const categories = [...new Set([...plan.tenantSpends, ...plan.orgSpends].map((s) => s.category))];
   const audits: BudgetThresholdAudit[] = [];
   let wouldRefuse: BudgetState | null = null;
+  const charged: BudgetSpend[] = [];
   let tenantHeld = false;
   if (plan.tenantSpends.length > 0) {
     let r: BudgetReserveResult;
@@ -69,11 +72,12 @@ export async function reserveBudgets(ns: BudgetNamespaces, plan: BudgetPlan, now
     audits.push(...r.audits);
     wouldRefuse = r.exhausted;
     tenantHeld = r.budgets.length > 0;
+    charged.push(...chargedOf(plan.tenantSpends, r.budgets));
   }
   let orgHeld = false;
   if (plan.org !== null && plan.orgSpends.length > 0) {
     const org = plan.org;
-    const release = (): Promise<void> => (tenantHeld ? settleBudgets(ns, { reservationId, tenant: plan.tenant, org: null, categories }, categories.map((category) => ({ category, units: 0 })), nowMs).then(() => {}) : Promise.resolve());
+    const release = (): Promise<void> => (tenantHeld ? settleBudgets(ns, { reservationId, tenant: plan.tenant, org: null, categories, charged }, categories.map((category) => ({ category, units: 0 })), nowMs).then(() => {}) : Promise.resolve());
     let r: BudgetReserveResult;
     try {
       r = await callQuota(async (): Promise<BudgetReserveResult> => orgStub(ns, org).budgetReserve({ reservationId, spends: plan.orgSpends, nowMs, force }));
@@ -89,8 +93,9 @@ export async function reserveBudgets(ns: BudgetNamespaces, plan: BudgetPlan, now
     audits.push(...r.audits);
     wouldRefuse ??= r.exhausted;
     orgHeld = r.budgets.length > 0;
+    charged.push(...chargedOf(plan.orgSpends, r.budgets));
   }
-  const ticket: BudgetTicket = { reservationId, tenant: tenantHeld ? plan.tenant : null, org: orgHeld ? plan.org : null, categories };
+  const ticket: BudgetTicket = { reservationId, tenant: tenantHeld ? plan.tenant : null, org: orgHeld ? plan.org : null, categories, charged };
   return { kind: "reserved", ticket, wouldRefuse, audits };
 }
 
@@ -112,6 +117,11 @@ export async function settleBudgets(ns: BudgetNamespaces, ticket: BudgetTicket, 
   if (org !== null) calls.push(one("org", async (): Promise<BudgetSettleResult> => orgStub(ns, org).budgetSettle({ reservationId: ticket.reservationId, actual, nowMs })));
   const results = await Promise.all(calls);
   return results.flatMap((r) => r?.audits ?? []);
+}
+
+/** The spends whose budget the object recorded them in. */
+function chargedOf(spends: readonly BudgetSpend[], budgets: readonly BudgetState[]): BudgetSpend[] {
+  return spends.filter((s) => budgets.some((b) => b.owner === s.owner && b.category === s.category));
 }
 
 function tenantStub(ns: BudgetNamespaces, tenant: string): DurableObjectStub<TenantQuota> {

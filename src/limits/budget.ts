@@ -142,6 +142,7 @@ async function reserve(x: Exchange, plan: BudgetPlan, now: () => number): Promis
   switch (outcome.kind) {
     case "reserved": {
       x.budget = outcome.ticket;
+      meterBudgets(x, outcome.ticket.charged, (s) => s.units, nowMs);
       recordBudgetAudits(x, outcome.audits);
       if (outcome.wouldRefuse !== null) {
         const { code, response } = budgetRefusal(outcome.wouldRefuse, nowMs);
@@ -195,7 +196,20 @@ export function releaseBudget(x: Exchange): void {
   const ticket = x.budget;
   if (ticket === null) return;
   x.budget = null;
-  keepAlive(x.ctx, settleBudgets(namespaces(x), ticket, ticket.categories.map((category) => ({ category, units: 0 })), x.runtime.now()));
+  const nowMs = x.runtime.now();
+  meterBudgets(x, ticket.charged, (s) => -s.units, nowMs);
+  keepAlive(x.ctx, settleBudgets(namespaces(x), ticket, ticket.categories.map((category) => ({ category, units: 0 })), nowMs));
+}
+
+/**
+ * Adds each spend to its tenant's month as `budget:<owner>:<category>` (the
+ * metering export's spend per budget and period); an org's budget is metered
+ * under each of its tenants, so the org's spend is their sum.
+ */
+function meterBudgets(x: Exchange, spends: readonly BudgetSpend[], delta: (s: BudgetSpend) => number, nowMs: number): void {
+  const tenant = x.tenant;
+  if (tenant === null) return;
+  for (const s of spends) x.runtime.meter.add(tenant.slug, `budget:${s.owner}:${s.category}`, delta(s), nowMs, x.config.usageMaxPending);
 }
 
 /** Settles a response-priced category's actual cost against its reserve in the budgets (refund or debt), in the background. */
@@ -205,6 +219,9 @@ export function settleBudgetCost(x: Exchange, category: string, reserveUnits: nu
   // The category's whole spend: the reserve replaced by the cost, plus what the route charges of it.
   const charged = x.route?.charges.find(([c]) => c === category)?.[1] ?? 0;
   const base = category === REQUEST_CATEGORY ? 1 + charged : charged;
-  const work = settleBudgets(namespaces(x), ticket, [{ category, units: base + result.cost }], x.runtime.now()).then((audits) => recordBudgetAudits(x, audits));
+  const nowMs = x.runtime.now();
+  // Metered as charged: the cost replaces the reserve (a refund of a period already ended is metered all the same).
+  meterBudgets(x, ticket.charged.filter((s) => s.category === category), () => result.cost - reserveUnits, nowMs);
+  const work = settleBudgets(namespaces(x), ticket, [{ category, units: base + result.cost }], nowMs).then((audits) => recordBudgetAudits(x, audits));
   keepAlive(x.ctx, work);
 }

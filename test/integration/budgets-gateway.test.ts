@@ -8,6 +8,7 @@
 import { SELF } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import { database } from "../../src/db/client";
 import { callGateway, clockedGateway, eventually, gatewayRequest, originLog, problemOf, unique } from "../helpers";
 import { adminCall, createTenant, jsonOf, mintKey, testConfig } from "./admin-helpers";
 
@@ -288,5 +289,32 @@ describe("thresholds", () => {
       [`tenant:${tenant}`, 0.8, 4],
       [`tenant:${tenant}`, 1, 5],
     ]);
+  });
+});
+
+describe("metering", () => {
+  it("exports the spend of each budget per month: reserves, refunds and debts, and releases taken back", async () => {
+    const config = { ...CONFIG, usage: { flush_interval_s: 0.001 } };
+    const org = unique("meterorg");
+    await jsonOf(await adminCall("PUT", `/orgs/${org}`, CONFIG, { body: {} }), 201);
+    const { key, tenant, id } = await keyed({ org });
+    await setBudget(`/tenants/${tenant}`, "request", { amount: 100, period: "month" });
+    await setBudget(`/orgs/${org}`, "request", { amount: 100, period: "month" });
+    await setBudget(`/keys/${id}`, "tokens", { amount: 10_000, period: "day" });
+    const gateway = clockedGateway(config);
+    expect((await gateway.call(get(key), { settle: true })).status).toBe(200);
+    expect((await gateway.call(chat(key, 30), { settle: true })).status).toBe(200);
+    expect((await gateway.call(chat(key, 250), { settle: true })).status).toBe(200);
+    // Refused by a later step (411): metered, then taken back.
+    expect((await gateway.call(gatewayRequest("/objects/x", { method: "PUT", ip: "198.51.100.94", headers: { authorization: `Bearer ${key}` } }), { settle: true })).status).toBe(411);
+    await gateway.runtime.meter.flushNow(database(env.DB), gateway.clock.nowMs);
+    const text = await (await adminCall("GET", `/usage/export?tenant=${tenant}&format=ndjson`, CONFIG)).text();
+    const rows = text.trim().split("\n").map((line) => JSON.parse(line) as { metric: string; value: number; status: string });
+    const budgetRows = Object.fromEntries(rows.filter((r) => r.metric.startsWith("budget:")).map((r) => [r.metric, [r.value, r.status]]));
+    expect(budgetRows).toEqual({
+      [`budget:key:${id}:tokens`]: [280, "provisional"],
+      [`budget:org:${org}:request`]: [3, "provisional"],
+      [`budget:tenant:${tenant}:request`]: [3, "provisional"],
+    });
   });
 });
