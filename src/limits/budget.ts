@@ -125,7 +125,7 @@ export function recordBudgetAudits(x: Exchange, audits: readonly BudgetThreshold
       insertAuditEvent(db, {
         atMs: Date.now(),
         kind: "budget_threshold",
-        actor: "budget",
+        actor: "quota",
         tenant: a.owner.startsWith("org:") ? null : tenant,
         subject: a.owner,
         detail: { category: a.category, period: a.period, threshold: a.threshold, amount: a.amount, used: a.used, period_start: a.periodStartMs === null ? null : new Date(a.periodStartMs).toISOString() },
