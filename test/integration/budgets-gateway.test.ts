@@ -263,6 +263,30 @@ describe("orgs", () => {
   });
 });
 
+describe("orgs that fail", () => {
+  it("answers 503 budget_unavailable when the org's object fails, giving the tenant's reserve back", async () => {
+    const org = unique("brokenorg");
+    await jsonOf(await adminCall("PUT", `/orgs/${org}`, CONFIG, { body: {} }), 201);
+    const { key, tenant } = await keyed({ org });
+    await setBudget(`/orgs/${org}`, "request", { amount: 10, period: "month" });
+    await setBudget(`/tenants/${tenant}`, "request", { amount: 10, period: "month" });
+    const broken = {
+      idFromName: (name: string) => env.ORG_QUOTA.idFromName(name),
+      get: () => ({
+        budgetReserve: async () => {
+          throw new Error("Network connection lost.");
+        },
+      }),
+    } as unknown as DurableObjectNamespace;
+    const tag = unique("brokenorg");
+    const res = await callGateway(get(key, tag), { TOLLGATE: CONFIG, ORG_QUOTA: broken }, { settle: true });
+    expect(res.status).toBe(503);
+    expect((await problemOf(res)).code).toBe("budget_unavailable");
+    expect(await originLog(tag)).toHaveLength(0);
+    expect(await budgetOf(`/tenants/${tenant}`, "request")).toMatchObject({ used: 0 });
+  });
+});
+
 describe("the hot path", () => {
   it("makes no quota object call for requests that spend no budget, and one for each that does", async () => {
     const { key, tenant } = await keyed();
