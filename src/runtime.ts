@@ -19,10 +19,13 @@ import { GlobalLeases } from "./limits/global-leases";
 import { InFlightTable } from "./limits/in-flight";
 import { StreamTable } from "./limits/streams";
 import { UsageMeter } from "./db/usage-meter";
+import { TrafficRecorder } from "./db/traffic-recorder";
+import { AlertOnce } from "./alerts/raise";
 import { UsageTracker } from "./identity/usage-tracker";
 import { compileJwtConfig, type JwtVerifier } from "./identity/jwt-verifier";
 import { log } from "./log/logger";
 import { type OriginBaseResult, parseOriginBase } from "./proxy/origin-url";
+import { compileUpstreams, type UpstreamsResult } from "./proxy/upstream";
 import { sha256Bytes } from "./utils/crypto";
 
 /** Shorter admin tokens disable the admin API (DESIGN §8). */
@@ -39,6 +42,8 @@ export interface Runtime {
   /** The config the admin API runs with: TOLLGATE, or the built-in defaults when it is invalid (the admin API must stay usable). */
   readonly adminConfig: Config;
   readonly origin: OriginBaseResult;
+  /** Where admitted requests go (ORIGIN_URL and the named origins); null while the config or ORIGIN_URL is invalid. */
+  readonly upstreams: UpstreamsResult | null;
   readonly adminTokens: AdminTokens;
   readonly limiter: LimiterTable;
   /** Leases on global limits (DESIGN §11), bounded by cache_max_entries (subject, category) groups. */
@@ -55,6 +60,10 @@ export interface Runtime {
   readonly keyUsage: UsageTracker;
   /** Monthly metering per tenant waiting to be written to D1; bounded by usage.max_pending. */
   readonly meter: UsageMeter;
+  /** Requests per minute, tenant and decision, and the callers refused most, waiting to be written to D1. */
+  readonly traffic: TrafficRecorder;
+  /** Alerts raised lately by this isolate (one `block.hit` per block per hour, one `ledger.unavailable` a minute). */
+  readonly alertOnce: AlertOnce;
   /** JWT verification (DESIGN §12): its key sets and verified tokens; null when no issuer is configured. */
   readonly jwt: JwtVerifier | null;
   /** The clock every decision reads (Unix ms). Date.now() unless a test gives its own. */
@@ -103,11 +112,14 @@ export function compileRuntime(env: Bindings, options: RuntimeOptions = {}): Run
   const adminConfig = config ?? builtInConfig();
   const limiter = new LimiterTable(adminConfig.limiterMaxMemoryMib);
   const now = options.clock ?? Date.now;
+  const origin = parseOriginBase(env.ORIGIN_URL);
+  const upstreams = config !== null && origin.ok ? compileUpstreams(origin.base, config.origins, config.routeOrigins, env) : null;
   const runtime: Runtime & { gateway: GatewayHandler } = {
     config,
     configError: parsed.ok ? null : { field: parsed.field, message: parsed.message },
     adminConfig,
-    origin: parseOriginBase(env.ORIGIN_URL),
+    origin,
+    upstreams,
     adminTokens: adminTokensOf(env),
     limiter,
     leases: new GlobalLeases({ ...adminConfig.global, maxGroups: adminConfig.cacheMaxEntries }, now),
@@ -120,6 +132,8 @@ export function compileRuntime(env: Bindings, options: RuntimeOptions = {}): Run
     tenants: new TenantCache(adminConfig),
     keyUsage: new UsageTracker(),
     meter: new UsageMeter(),
+    traffic: new TrafficRecorder(),
+    alertOnce: new AlertOnce(),
     jwt:
       config?.jwt == null
         ? null
@@ -149,12 +163,18 @@ export function runtimeFor(env: Bindings): Runtime {
 }
 
 /** What /_tollgate/health reports beyond `status`: an invalid config, a bad ORIGIN_URL, a disabled admin API. */
-export function healthOf(runtime: Runtime): Record<string, unknown> {
+export function healthOf(runtime: Runtime, env: Bindings): Record<string, unknown> {
   const out: Record<string, unknown> = { status: "ok" };
   const fault = configFault(runtime);
   if (fault !== null) {
     out.config = "invalid";
     out.error = { field: fault.field, message: fault.message };
+  }
+  if (runtime.upstreams?.ok === true) out.origins = runtime.upstreams.upstreams.health;
+  const webhook = runtime.config?.alertWebhookUrl ?? null;
+  if (webhook !== null) {
+    const secret = configuredToken((env as { ALERT_SECRET?: unknown }).ALERT_SECRET);
+    out.alerts = secret !== null ? { status: "ok" } : { status: "misconfigured", reason: "alerts.webhook_url is set but the ALERT_SECRET secret is not: alerts are queued and not sent until it is" };
   }
   if (!runtime.adminTokens.enabled) out.admin = { status: "disabled", reason: runtime.adminTokens.reason };
   return out;

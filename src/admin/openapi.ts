@@ -9,6 +9,7 @@ import { operationPaths } from "./openapi-operations";
 import { budgetPaths } from "./openapi-budgets";
 // Registers the budget schemas in the components even when the budget routes are not loaded.
 import "./budget-schemas";
+import { trafficPaths } from "./openapi-traffic";
 import { KEY_ID, MAX_AUDIT_PAGE, MAX_CALLER_KEY_CHARS, registry, TENANT_SLUG } from "./schemas";
 
 const keyIdParam: Json = { name: "id", in: "path", required: true, schema: { type: "string", pattern: KEY_ID.source } };
@@ -114,6 +115,7 @@ export function openApiDocument(): Json {
       },
       ...operationPaths(),
       ...budgetPaths(),
+      ...trafficPaths(),
       "/openapi.json": { get: op("This document", { "200": { description: "OpenAPI 3.1" }, ...COMMON_ERRORS }) },
     },
   };

@@ -196,10 +196,10 @@ describe("forwarding to the origin", () => {
 });
 
 describe("the gateway's own paths", () => {
-  it("answers health with status ok", async () => {
+  it("answers health with status ok and the default origin", async () => {
     const res = await callGateway(gatewayRequest("/_tollgate/health"));
     expect(res.status).toBe(200);
-    expect(await res.json()).toEqual({ status: "ok" });
+    expect(await res.json()).toEqual({ status: "ok", origins: { default: { kind: "url", usable: true } } });
   });
 
   it("says in health when the config is invalid, and refuses gateway requests with config_invalid naming the field", async () => {
