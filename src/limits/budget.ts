@@ -12,6 +12,7 @@
 // response-priced category settles its actual cost after the answer (refund
 // below the reserve, debt above it). Shadow mode records every spend, even
 // past the amount, and marks the answer `Tollgate-Shadow`.
+import { alertAbout } from "../alerts/raise";
 import type { Exchange } from "../context";
 import { insertAuditEvent } from "../db/audit";
 import { database } from "../db/client";
@@ -120,6 +121,19 @@ export function recordBudgetAudits(x: Exchange, audits: readonly BudgetThreshold
   const db = database(x.env.DB);
   const tenant = x.tenant?.slug ?? null;
   for (const a of audits) {
+    // The objects hand out one event per threshold, budget and period: the alert follows it.
+    const org = a.owner.startsWith("org:") ? a.owner.slice("org:".length) : null;
+    alertAbout(
+      x,
+      {
+        type: "budget.threshold",
+        ...(tenant === null ? {} : { tenant }),
+        ...(org === null ? {} : { org }),
+        data: { owner: a.owner, category: a.category, period: a.period, threshold: a.threshold, amount: a.amount, used: a.used },
+      },
+      Date.now(),
+      false,
+    );
     keepAlive(
       x.ctx,
       insertAuditEvent(db, {

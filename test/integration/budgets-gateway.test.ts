@@ -304,10 +304,18 @@ describe("the hot path", () => {
 });
 
 describe("thresholds", () => {
-  it("writes a budget_threshold audit event once per threshold and period", async () => {
+  it("writes a budget_threshold audit event and queues a budget.threshold alert once per threshold and period", async () => {
     const { key, tenant } = await keyed();
     await setBudget(`/tenants/${tenant}`, "request", { amount: 5, period: "month" });
-    for (let i = 0; i < 7; i++) await callGateway(get(key), { TOLLGATE: CONFIG }, { settle: true });
+    const sent: { type: string; tenant?: string; data: Record<string, unknown> }[] = [];
+    const ALERTS = { send: async (message: unknown) => void sent.push(message as (typeof sent)[number]) };
+    const config = { ...CONFIG, alerts: { webhook_url: `${env.ORIGIN_URL}/__origin/webhook/${unique("hook")}` } };
+    for (let i = 0; i < 7; i++) await callGateway(get(key), { TOLLGATE: config, ALERTS }, { settle: true });
+    await eventually(() => sent.length === 2, "two alerts are queued");
+    expect(sent.map((a) => [a.type, a.tenant, a.data.owner, a.data.threshold, a.data.used])).toEqual([
+      ["budget.threshold", tenant, `tenant:${tenant}`, 0.8, 4],
+      ["budget.threshold", tenant, `tenant:${tenant}`, 1, 5],
+    ]);
     const { events } = await jsonOf<{ events: { kind: string; subject: string; detail: Record<string, unknown> }[] }>(await adminCall("GET", `/audit?tenant=${tenant}&kind=budget_threshold`, CONFIG), 200);
     expect(events.map((e) => [e.subject, e.detail.threshold, e.detail.used]).reverse()).toEqual([
       [`tenant:${tenant}`, 0.8, 4],
