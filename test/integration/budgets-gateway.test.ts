@@ -10,6 +10,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { database } from "../../src/db/client";
 import { callGateway, clockedGateway, eventually, gatewayRequest, originLog, problemOf, unique } from "../helpers";
+import { jwksAddress, newKey, publishJwks, signToken, T0_MS } from "../identity/jwt-helpers";
 import { adminCall, createTenant, jsonOf, mintKey, testConfig } from "./admin-helpers";
 
 const HUGE = [{ count: 1_000_000, window_s: 1 }];
@@ -348,5 +349,25 @@ describe("metering", () => {
       [`budget:org:${org}:request`]: [3, "provisional"],
       [`budget:tenant:${tenant}:request`]: [3, "provisional"],
     });
+  });
+});
+
+describe("JWT callers", () => {
+  it("spends the budget of the tenant a token names", async () => {
+    const tenant = unique("jwtbudget");
+    await createTenant(CONFIG, tenant);
+    await setBudget(`/tenants/${tenant}`, "request", { amount: 2, period: "month" });
+    const key = await newKey("ES256");
+    const jwks = jwksAddress();
+    await publishJwks(jwks.name, [key.jwk]);
+    const iss = `https://${unique("idp")}.example/`;
+    const gateway = clockedGateway({ ...CONFIG, jwt: { issuers: [{ issuer: iss, jwks_url: jwks.url, tenant_claim: "org_id" }] } }, {}, T0_MS);
+    const token = await signToken(key, { iss, sub: "alice@example.com", claims: { org_id: tenant } });
+    const call = () => gateway.call(gatewayRequest("/api/thing", { ip: "198.51.100.95", headers: { authorization: `Bearer ${token}` } }), { settle: true });
+    expect((await call()).status).toBe(200);
+    expect((await call()).status).toBe(200);
+    const refused = await call();
+    expect(refused.status).toBe(429);
+    expect(await problemOf(refused)).toMatchObject({ code: "budget_exhausted", budget: { owner: `tenant:${tenant}`, used: 2 } });
   });
 });
