@@ -42,6 +42,11 @@ describe("tollgate budgets", () => {
     expect((await keyed(minted.key)).status).toBe(200);
     const after = jsonOut<{ budgets: { owner: string; used: number }[] }>(ok(await tollgate("budgets", "get", `tenant:${tenant}`, "--json")));
     expect(after.budgets).toEqual([expect.objectContaining({ owner: `tenant:${tenant}`, used: 2 })]);
+    // explain lists the budgets that apply to the key, after its limits.
+    const explained = ok(await tollgate("explain", `key:${minted.id}`)).stdout;
+    expect(explained).toMatch(new RegExp(`^BUDGET\\s+CATEGORY\\s+PERIOD\\s+AMOUNT\\s+REMAINING\\s+RESETS$`, "m"));
+    expect(explained).toMatch(new RegExp(`^key:${minted.id}\\s+request\\s+month\\s+100\\s+98\\s+\\d{4}-`, "m"));
+    expect(explained).toMatch(new RegExp(`^tenant:${tenant}\\s+request\\s+none\\s+3\\s+1\\s+-$`, "m"));
   });
 
   it("exits 1 with one line when the gateway refuses, and 2 on a usage error", async () => {
