@@ -105,10 +105,12 @@ describe("budget settlement", () => {
     const b = reserve(owner, "tokens", 10, lastDay);
     await stub.budgetReserve(a);
     await stub.budgetReserve(b);
+    // April spends 20 before March's reserves settle: March's refund must not come out of April.
+    await stub.budgetReserve(reserve(owner, "tokens", 20, april));
     await stub.budgetSettle({ reservationId: a.reservationId, actual: [{ category: "tokens", units: 0 }], nowMs: april });
-    expect((await stub.budgetList(owner, april))[0]!.used).toBe(0);
+    expect((await stub.budgetList(owner, april))[0]!.used).toBe(20);
     await stub.budgetSettle({ reservationId: b.reservationId, actual: [{ category: "tokens", units: 15 }], nowMs: april });
-    expect((await stub.budgetList(owner, april))[0]).toMatchObject({ used: 5, periodStartMs: april });
+    expect((await stub.budgetList(owner, april))[0]).toMatchObject({ used: 25, periodStartMs: april });
   });
 });
 
