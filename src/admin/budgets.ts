@@ -12,7 +12,6 @@
 // budget the gateway does not apply yet, and the retry completes it.
 import type { Context, Hono } from "hono";
 import type { Config } from "../config";
-import type { Bindings } from "../context";
 import { insertAuditEvent } from "../db/audit";
 import { type BudgetOwnerKind, removeBudgetCategory, setBudgetCategory } from "../db/budgets";
 import { database, type Db } from "../db/client";
@@ -20,11 +19,14 @@ import { getKey } from "../db/keys";
 import { getOrg, tenantsOfOrg } from "../db/orgs";
 import { getTenant } from "../db/tenants";
 import type { BudgetPutResult, BudgetState, BudgetTopUpResult } from "../durable/budget-types";
+import type { OrgQuota } from "../durable/org-quota";
 import { callQuota } from "../durable/quota-client";
+import type { TenantQuota } from "../durable/tenant-quota";
 import { REQUEST_CATEGORY } from "../limits/rate-limit";
 import { problem } from "../errors";
 import { errorName, log } from "../log/logger";
 import type { AdminEnv } from "./admin-env";
+import { orgStub, presentBudget, tenantStub } from "./budget-reads";
 import { budgetBodySchema, topUpBodySchema } from "./budget-schemas";
 import { keyNotFound, orgNotFound, tenantNotFound } from "./not-found";
 import { CATEGORY_NAME, keyIdSchema, tenantSlugSchema } from "./schemas";
@@ -49,22 +51,7 @@ interface Owner {
   stub: BudgetStub;
 }
 
-type BudgetStub = DurableObjectStub<import("../durable/tenant-quota").TenantQuota> | DurableObjectStub<import("../durable/org-quota").OrgQuota>;
-
-/** The spelling of a budget in answers. */
-export function presentBudget(b: BudgetState) {
-  return {
-    owner: b.owner,
-    category: b.category,
-    period: b.period,
-    amount: b.amount,
-    used: b.used,
-    remaining: b.remaining,
-    thresholds: b.thresholds,
-    period_start: b.periodStartMs === null ? null : new Date(b.periodStartMs).toISOString(),
-    resets_at: b.resetsAtMs === null ? null : new Date(b.resetsAtMs).toISOString(),
-  };
-}
+type BudgetStub = DurableObjectStub<TenantQuota> | DurableObjectStub<OrgQuota>;
 
 /** Categories a budget may name: `request`, `tokens`, and every category the config names. */
 export function budgetCategories(config: Config): Set<string> {
@@ -77,14 +64,6 @@ export function budgetCategories(config: Config): Set<string> {
 
 function budgetUnavailable(detail: string): Response {
   return problem("budget_unavailable", { detail, headers: { "retry-after": String(BUDGET_RETRY_AFTER_S) } });
-}
-
-function tenantStub(env: Bindings, tenant: string) {
-  return env.TENANT_QUOTA.get(env.TENANT_QUOTA.idFromName(tenant));
-}
-
-function orgStub(env: Bindings, org: string) {
-  return env.ORG_QUOTA.get(env.ORG_QUOTA.idFromName(org));
 }
 
 type Found = { ok: true; owner: Owner } | { ok: false; response: Response };
@@ -272,38 +251,3 @@ export function registerBudgetRoutes(app: Hono<AdminEnv>): void {
   registerFor(app, "org", "/orgs/:org");
 }
 
-/**
- * Deletes the budgets held for a deleted key, tenant (with its keys') or
- * org; null purges every budget of the object. A failure is logged: the
- * owner is gone from D1, so nothing applies them any more.
- */
-export async function purgeBudgets(env: Bindings, where: { tenant: string; owner: string | null } | { org: string }): Promise<void> {
-  try {
-    if ("org" in where) await callQuota(async (): Promise<number> => orgStub(env, where.org).budgetPurge(null));
-    else await callQuota(async (): Promise<number> => tenantStub(env, where.tenant).budgetPurge(where.owner));
-  } catch (error) {
-    log.error("budget_purge_failed", { error: errorName(error) });
-  }
-}
-
-/**
- * The budgets that apply to a caller, for explain: a key's own, its
- * tenant's and the tenant's org's (a tenant: its own and its org's), with
- * `remaining` and `resets_at`. Null when a quota object does not answer.
- */
-export async function callerBudgets(env: Bindings, db: Db, callerKey: string, tenant: string | null): Promise<ReturnType<typeof presentBudget>[] | null> {
-  if (tenant === null) return [];
-  const row = await stored(() => getTenant(db, tenant));
-  const org = row?.org ?? null;
-  const owners = new Set([`tenant:${tenant}`]);
-  if (callerKey.startsWith("key:")) owners.add(callerKey);
-  try {
-    const nowMs = Date.now();
-    const own = await callQuota(async (): Promise<BudgetState[]> => tenantStub(env, tenant).budgetList(null, nowMs));
-    const orgs = org === null ? [] : await callQuota(async (): Promise<BudgetState[]> => orgStub(env, org).budgetList(`org:${org}`, nowMs));
-    return [...own.filter((b) => owners.has(b.owner)), ...orgs].map(presentBudget);
-  } catch (error) {
-    log.error("budget_read_failed", { error: errorName(error) });
-    return null;
-  }
-}

@@ -22,7 +22,7 @@ import { type ChargedSubject, chargedSubjects, LIMITS_UNAVAILABLE_RETRY_AFTER_S 
 import { problem } from "../errors";
 import type { AdminEnv } from "./admin-env";
 import { adminAuditSubject } from "./audit-subject-key";
-import { callerBudgets } from "./budgets";
+import { callerBudgets } from "./budget-reads";
 import { parseCallerKey } from "./caller-keys";
 import { keyNotFound, tenantNotFound } from "./not-found";
 import { presentBlock, presentOverride } from "./present";

@@ -9,7 +9,7 @@ import { getKey, insertKey, listKeys, revokeKey } from "../db/keys";
 import { getTenant } from "../db/tenants";
 import { mintApiKey } from "../identity/api-key";
 import type { AdminEnv } from "./admin-env";
-import { purgeBudgets } from "./budgets";
+import { purgeBudgets } from "./budget-reads";
 import { keyNotFound, tenantNotFound } from "./not-found";
 import { presentKey } from "./present";
 import { keyIdSchema, mintKeyBodySchema, tenantSlugSchema } from "./schemas";

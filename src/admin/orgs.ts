@@ -9,7 +9,7 @@ import { database } from "../db/client";
 import { countTenantsOfOrg, deleteOrgIfEmpty, getOrg, listOrgs, type OrgRow, orgIsGone, putOrg, tenantsOfOrg } from "../db/orgs";
 import { problem } from "../errors";
 import type { AdminEnv } from "./admin-env";
-import { purgeBudgets } from "./budgets";
+import { purgeBudgets } from "./budget-reads";
 import { orgNotFound } from "./not-found";
 import { orgBodySchema, slugPageQuerySchema } from "./operation-schemas";
 import { pageOf, rowsToRead } from "./paging";

@@ -14,7 +14,7 @@ import { deleteTenant, getTenant, listTenants, putTenant, type TenantRow, update
 import type { Bindings } from "../context";
 import { errorName, log } from "../log/logger";
 import type { AdminEnv } from "./admin-env";
-import { purgeBudgets } from "./budgets";
+import { purgeBudgets } from "./budget-reads";
 import { tenantNotFound } from "./not-found";
 import { slugPageQuerySchema } from "./operation-schemas";
 import { syncOrgMembership } from "./org-sync";
