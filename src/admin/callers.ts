@@ -1,4 +1,4 @@
-// Caller operations (DESIGN §15): explain — which limits apply to a caller,
+// Caller operations: explain — which limits apply to a caller,
 // from which source, and where it stands under each in this isolate — and
 // reset — forget its limiter state. A key's record and the caller's
 // override are read from D1 (what is stored now); a tenant's limits and the
@@ -88,7 +88,7 @@ async function resolve(c: Ctx, raw: string | undefined, nowMs: number): Promise<
   if (!parsed.ok) return parsed;
   const callerKey = parsed.value;
   const db = database(c.env.DB);
-  // Only an active override applies; a tenant is never overridden (DESIGN §15).
+  // Only an active override applies; a tenant is never overridden.
   const overrideRow = callerKey.startsWith("tenant:") ? null : await stored(() => getOverride(db, callerKey));
   const active = overrideRow !== null && (overrideRow.expiresAt === null || overrideRow.expiresAt > nowMs);
   // As stored: every isolate applies it within cache_ttl_s.

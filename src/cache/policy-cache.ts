@@ -1,5 +1,5 @@
 // The operator's caller policy — overrides and blocks — held as one snapshot
-// of both tables per runtime, reloaded once per cache_ttl_s (DESIGN §15:
+// of both tables per runtime, reloaded once per cache_ttl_s (docs/design.md:
 // blocks read through the same snapshot cache as overrides). Looking up a
 // caller that has no override or block is then a Map miss, so a flood of
 // anonymous requests from fresh addresses costs no D1 query per address.

@@ -1,17 +1,19 @@
-// Blocks (DESIGN §15): a blocked caller, tenant or network gets 403 blocked
+// Blocks: a blocked caller, tenant or network gets 403 blocked
 // before any other check (after the client address), charged nothing, never
 // forwarded. Countries come from the config (`blocked_countries`, matched
 // against request.cf.country); operator blocks come from the policy snapshot.
 import type { PolicyCache, PolicySnapshot } from "../cache/policy-cache";
 import type { Exchange } from "../context";
 import { database } from "../db/client";
-import { problem } from "../errors";
+import { fixedProblem } from "../errors";
 import { parseApiKey, readCredential } from "../identity/api-key";
 import { keepAlive } from "../utils/wait-until";
 import type { Check, CheckResult } from "./check";
 
+const BLOCKED = fixedProblem("blocked", { detail: "Requests from this caller are blocked by the operator." });
+
 export function blockedResponse(): Response {
-  return problem("blocked", { detail: "Requests from this caller are blocked by the operator." });
+  return BLOCKED();
 }
 
 export interface CountryBlockOptions {

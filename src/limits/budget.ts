@@ -47,7 +47,8 @@ function unitsOf(x: Exchange, responseCharges: readonly (ResponseCharge | null)[
   const route = x.route;
   if (route === null) return units;
   for (const [category, cost] of route.charges) units.set(category, (units.get(category) ?? 0) + cost);
-  const priced = x.upgrade ? null : (responseCharges[route.index] ?? null);
+  // A WebSocket upgrade pays its route's reserve too, as in the rate limits.
+  const priced = responseCharges[route.index] ?? null;
   if (priced !== null) units.set(priced.category, (units.get(priced.category) ?? 0) + priced.reserve);
   return units;
 }
