@@ -42,6 +42,8 @@ export const MAX_LIMITER_MAX_DELAYED = 100_000;
 export const DEFAULT_USAGE_FLUSH_INTERVAL_S = 60;
 /** Distinct keys (or tenant-month metrics) held between flushes before new ones are dropped and counted. */
 export const DEFAULT_USAGE_MAX_PENDING = 10_000;
+/** A quiet isolate writes its metering as a request ends (at most once a second), not only once per interval. */
+export const DEFAULT_USAGE_FLUSH_WHEN_IDLE = true;
 export const DEFAULT_RESERVATION_TTL_S = 900;
 export const DEFAULT_AUDIT_THRESHOLD_REJECTIONS = 100;
 export const DEFAULT_AUDIT_WINDOW_S = 60;
@@ -196,8 +198,9 @@ export const configSchema = z.strictObject({
     .strictObject({
       flush_interval_s: positiveSeconds(MAX_FLUSH_INTERVAL_S).default(DEFAULT_USAGE_FLUSH_INTERVAL_S),
       max_pending: boundedInt(MAX_CACHE_ENTRIES).default(DEFAULT_USAGE_MAX_PENDING),
+      flush_when_idle: z.boolean().default(DEFAULT_USAGE_FLUSH_WHEN_IDLE),
     })
-    .default({ flush_interval_s: DEFAULT_USAGE_FLUSH_INTERVAL_S, max_pending: DEFAULT_USAGE_MAX_PENDING }),
+    .default({ flush_interval_s: DEFAULT_USAGE_FLUSH_INTERVAL_S, max_pending: DEFAULT_USAGE_MAX_PENDING, flush_when_idle: DEFAULT_USAGE_FLUSH_WHEN_IDLE }),
   reservation_ttl_s: wholeSeconds(MAX_RESERVATION_TTL_S).default(DEFAULT_RESERVATION_TTL_S),
   audit: z
     .strictObject({
@@ -283,6 +286,8 @@ export interface Config {
   /** Global limits: L = maxOvershoot × W, at least minLeaseMs; onError while the ledger cannot answer. */
   readonly global: { readonly maxOvershoot: number; readonly minLeaseMs: number; readonly onError: "local" | "deny" };
   readonly usageFlushIntervalMs: number;
+  /** Write pending metering when a request ends with no other in flight (at most once a second). */
+  readonly usageFlushWhenIdle: boolean;
   readonly usageMaxPending: number;
   readonly reservationTtlS: number;
   readonly auditThresholdRejections: number;
@@ -398,6 +403,7 @@ export function parseConfig(raw: unknown): ConfigResult {
       defaultScope: c.limiter.default_scope,
       global: { maxOvershoot: c.global.max_overshoot, minLeaseMs: c.global.min_lease_ms, onError: c.global.on_error },
       usageFlushIntervalMs: c.usage.flush_interval_s * 1000,
+      usageFlushWhenIdle: c.usage.flush_when_idle,
       usageMaxPending: c.usage.max_pending,
       reservationTtlS: c.reservation_ttl_s,
       auditThresholdRejections: c.audit.threshold_rejections,
