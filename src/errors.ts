@@ -31,7 +31,8 @@ export type ProblemCode =
   | "auth_unavailable"
   | "admin_disabled"
   | "admin_unavailable"
-  | "limits_unavailable";
+  | "limits_unavailable"
+  | "policy_unavailable";
 
 interface ProblemInfo {
   readonly status: number;
@@ -67,6 +68,7 @@ export const PROBLEMS: Readonly<Record<ProblemCode, ProblemInfo>> = {
   auth_unavailable: { status: 503, title: "Service Unavailable", hint: "The credential could not be verified right now; retry shortly." },
   admin_disabled: { status: 503, title: "Service Unavailable", hint: "Set an ADMIN_TOKEN secret of at least 32 characters to enable the admin API." },
   admin_unavailable: { status: 503, title: "Service Unavailable", hint: "The admin store (D1) is unavailable and nothing was changed; retry after `Retry-After` seconds." },
+  policy_unavailable: { status: 503, title: "Service Unavailable", hint: "The gateway could not load its caller policy (blocks and overrides) yet; retry after `Retry-After` seconds." },
   limits_unavailable: { status: 503, title: "Service Unavailable", hint: "A global rate limit could not be checked right now; retry after `Retry-After` seconds." },
 };
 

@@ -30,6 +30,7 @@ const EXPECTED: Record<ProblemCode, number> = {
   admin_disabled: 503,
   admin_unavailable: 503,
   limits_unavailable: 503,
+  policy_unavailable: 503,
 };
 
 describe("problem+json", () => {
