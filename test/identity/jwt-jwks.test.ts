@@ -2,7 +2,7 @@
 // publishes): first use, caching, the unknown-kid refetch bound, rotation,
 // outages, and one fetch in flight per URL. Time is explicit (nowMs).
 import { beforeAll, describe, expect, it } from "vitest";
-import { JWKS_ERROR_RETRY_MS, JWKS_REFETCH_MIN_MS, type JwksFailure, type JwksFetch } from "../../src/cache/jwks-cache";
+import { defaultJwksFetch, JWKS_ERROR_RETRY_MS, JWKS_REFETCH_MIN_MS, type JwksFailure, type JwksFetch } from "../../src/cache/jwks-cache";
 import { compileJwtConfig, type JwtOutcome, type JwtVerifier, type JwtVerifierOptions } from "../../src/identity/jwt-verifier";
 import { countingFetch, jwksAddress, jwtConfig, newKey, publishJwks, setJwksStatus, signToken, T0_MS, type TestKey } from "./jwt-helpers";
 
@@ -53,6 +53,18 @@ describe("JWKS", () => {
     expect(counter.calls()).toBe(1);
     expect((await verifier.verify(await token(k1), T0_MS + TTL_S * 1000)).ok).toBe(true);
     expect(counter.calls()).toBe(2);
+  });
+
+  it("does not follow a redirect from the JWKS URL: the fetch fails, and a token is 503 until the URL itself serves a set", async () => {
+    const { name, url } = jwksAddress();
+    await publishJwks(name, [k1.jwk]);
+    const redirecting = url.replace("/__origin/jwks/", "/__origin/jwks-redirect/");
+    const failures: JwksFailure[] = [];
+    const verifier = jwksVerifier(redirecting, defaultJwksFetch, { onJwksFailure: (_url, reason) => failures.push(reason) });
+    expect(await verifier.verify(await token(k1), T0_MS)).toEqual(UNAVAILABLE);
+    expect(failures).toEqual(["redirect"]);
+    // The same set, fetched from its own URL with the same fetch, verifies.
+    expect((await jwksVerifier(url, defaultJwksFetch).verify(await token(k1), T0_MS)).ok).toBe(true);
   });
 
   it("shares one fetch among concurrent first verifications", async () => {
