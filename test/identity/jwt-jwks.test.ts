@@ -11,6 +11,7 @@ const TTL_S = 600;
 const STALE_S = 300;
 const INVALID: JwtOutcome = { ok: false, code: "invalid_credential" };
 const UNAVAILABLE: JwtOutcome = { ok: false, code: "auth_unavailable" };
+const EXPIRED: JwtOutcome = { ok: false, code: "credential_expired" };
 
 let k1: TestKey;
 let k2: TestKey;
@@ -65,6 +66,31 @@ describe("JWKS", () => {
     expect(failures).toEqual(["redirect"]);
     // The same set, fetched from its own URL with the same fetch, verifies.
     expect((await jwksVerifier(url, defaultJwksFetch).verify(await token(k1), T0_MS)).ok).toBe(true);
+  });
+
+  it("refuses an expired token again without a signature check until the key set changes", async () => {
+    const { name, url } = jwksAddress();
+    await publishJwks(name, [k1.jwk]);
+    let checks = 0;
+    const verifier = jwksVerifier(url, countingFetch().fetch, { onSignatureCheck: () => void (checks += 1) });
+    const expired = await signToken(k1, { iss: ISS, sub: "late", expInS: -3600 });
+    for (let i = 0; i < 5; i++) expect(await verifier.verify(expired, T0_MS + i)).toEqual(EXPIRED);
+    expect(checks).toBe(1);
+    expect(verifier.expiredRefusals).toBe(1);
+    // Another expired token is its own entry, checked once.
+    const other = await signToken(k1, { iss: ISS, sub: "later", expInS: -60 });
+    expect(await verifier.verify(other, T0_MS + 10)).toEqual(EXPIRED);
+    expect(await verifier.verify(other, T0_MS + 11)).toEqual(EXPIRED);
+    expect(checks).toBe(2);
+
+    // A new set (fetched again after jwks_cache_s) is a change: checked once more, then held again.
+    await publishJwks(name, [k1.jwk, k2.jwk]);
+    expect(await verifier.verify(expired, T0_MS + TTL_S * 1000)).toEqual(EXPIRED);
+    expect(await verifier.verify(expired, T0_MS + TTL_S * 1000 + 1)).toEqual(EXPIRED);
+    expect(checks).toBe(3);
+    // Once the key is withdrawn, the token is no longer "expired" but unknown.
+    await publishJwks(name, [k2.jwk]);
+    expect(await verifier.verify(expired, T0_MS + 2 * TTL_S * 1000)).toEqual(INVALID);
   });
 
   it("shares one fetch among concurrent first verifications", async () => {
