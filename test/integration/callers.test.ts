@@ -4,7 +4,7 @@
 // refuse before any lookup or charge.
 import { describe, expect, it } from "vitest";
 import { callGateway, clockedGateway, gatewayRequest, problemOf, unique, uniqueIp } from "../helpers";
-import { ADMIN_BASE, AUDITOR_TOKEN, adminCall, createTenant, jsonOf, mintKey, testConfig } from "./admin-helpers";
+import { ADMIN_BASE, AUDITOR_TOKEN, adminCall, countingDb, createTenant, jsonOf, mintKey, testConfig } from "./admin-helpers";
 
 const per60 = (count: number) => [{ count, window_s: 60 }];
 const CONFIG = testConfig({
@@ -231,6 +231,25 @@ describe("blocks", () => {
     expect(await status(second.key)).toBe(200);
     await block(`tenant:${tenant}`);
     expect(await status(second.key)).toBe(403);
+  });
+
+  it("refuses a blocked key id 403 blocked before any lookup: its own secret or a wrong one, and no D1 query", async () => {
+    const tenant = unique("nolookup");
+    await createTenant(CONFIG, tenant);
+    // Never used: no cache of this isolate knows it, so admitting or refusing it on its merits would need D1.
+    const minted = await mintKey(CONFIG, tenant);
+    await block(`key:${minted.id}`);
+    // The block write made the policy due for reload: load it now, with the real D1.
+    expect((await callGateway(gatewayRequest("/warm", { ip: uniqueIp() }), { TOLLGATE: CONFIG })).status).toBe(200);
+    const wrongSecret = `${minted.prefix}${"z".repeat(minted.key.length - minted.prefix.length)}`;
+    expect(wrongSecret).not.toBe(minted.key);
+    for (const key of [wrongSecret, minted.key]) {
+      const { db, counts } = countingDb();
+      const res = await callGateway(gatewayRequest("/x", { ip: uniqueIp(), headers: { authorization: `Bearer ${key}` } }), { TOLLGATE: CONFIG, DB: db });
+      expect(res.status).toBe(403);
+      expect((await problemOf(res)).code).toBe("blocked");
+      expect(counts).toEqual({ prepare: 0, batch: 0, exec: 0 });
+    }
   });
 
   it("lets a block lapse at its expiry", async () => {
