@@ -27,6 +27,17 @@ export default defineConfig(async () => {
                   AUDITOR_TOKEN: "test-auditor-token-0123456789abcdefgh",
                   TEST_MIGRATIONS: migrations,
                 },
+                // A second Worker, bound as a service, for origins of kind
+                // "service:BINDING" (test/integration/origins.test.ts).
+                serviceBindings: { SERVICE_ORIGIN: "service-origin" },
+                workers: [
+                  {
+                    name: "service-origin",
+                    modules: true,
+                    scriptPath: "./test/fixtures/service-origin.mjs",
+                    compatibilityDate: "2026-04-01",
+                  },
+                ],
               },
             })),
           ],

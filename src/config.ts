@@ -9,9 +9,10 @@ import { z } from "zod";
 import { type CidrSet, parseCidrs } from "./engine/cidr";
 import { compileLimits, type Limit, limitError, type LimitScope } from "./engine/limit";
 import type { CategoryDefaults, SubjectKind } from "./engine/resolve-limits";
-import { compileRoutes, type RouteMatcher, routeSpecError } from "./engine/routes";
+import { compileRoutes, ORIGIN_NAME, type RouteMatcher, routeSpecError } from "./engine/routes";
 import { type JwtConfig, jwtConfigSchema } from "./identity/jwt-config";
 import { parseResponseCharge, type ResponseCharge } from "./proxy/response-cost-spec";
+import { DEFAULT_ORIGIN_NAME, type OriginSpec, parseOriginSpec } from "./proxy/upstream";
 
 export const DEFAULT_MODE = "enforce";
 export const DEFAULT_ANONYMOUS = "allow";
@@ -168,6 +169,13 @@ export const configSchema = z.strictObject({
       per_credential: boundedInt(MAX_STREAMS_PER_CREDENTIAL).default(DEFAULT_STREAMS_PER_CREDENTIAL),
     })
     .default({ rent_period_s: DEFAULT_STREAM_RENT_PERIOD_S, per_credential: DEFAULT_STREAMS_PER_CREDENTIAL }),
+  // Named origins a route may send to (`origin` on the route); ORIGIN_URL stays the default.
+  origins: z
+    .record(
+      z.string().regex(ORIGIN_NAME, "origin names match ^[a-z][a-z0-9_-]{0,31}$").refine((name) => name !== DEFAULT_ORIGIN_NAME, `"${DEFAULT_ORIGIN_NAME}" is ORIGIN_URL's name`),
+      z.string().max(2048, "must be at most 2048 characters"),
+    )
+    .default({}),
   blocked_countries: list(z.string().regex(/^[A-Z]{2}$/, "must be an ISO 3166-1 alpha-2 code in capitals, such as DE")).default([]),
 });
 
@@ -209,6 +217,10 @@ export interface Config {
   readonly blockedCountries: ReadonlySet<string>;
   /** WebSocket streams (DESIGN §13): the rent period and the open streams one credential may hold per isolate. */
   readonly streams: { readonly rentPeriodMs: number; readonly perCredential: number };
+  /** Named origins: a base URL or a service binding (checked against the Worker's bindings by the runtime). */
+  readonly origins: Readonly<Record<string, OriginSpec>>;
+  /** Each route's `origin` by route index; null where a route uses the default (ORIGIN_URL). */
+  readonly routeOrigins: readonly (string | null)[];
 }
 
 export type ConfigResult = { ok: true; config: Config } | { ok: false; field: string; message: string };
@@ -240,6 +252,20 @@ export function parseConfig(raw: unknown): ConfigResult {
   const proxies = parseCidrs(c.trusted_proxies);
   // The parser's reason quotes the entry; the answer reaches every client, so it names the field only.
   if (!proxies.ok) return { ok: false, field: `trusted_proxies.${proxies.index}`, message: "must be an IPv4 or IPv6 address or CIDR with a valid prefix length" };
+
+  const origins: Record<string, OriginSpec> = {};
+  for (const [name, value] of Object.entries(c.origins)) {
+    const spec = parseOriginSpec(value);
+    if (!spec.ok) return { ok: false, field: `origins.${name}`, message: spec.message };
+    origins[name] = spec.spec;
+  }
+  const routeOrigins = (c.routes as { origin?: string }[]).map((route) => route.origin ?? null);
+  for (let i = 0; i < routeOrigins.length; i++) {
+    const name = routeOrigins[i];
+    if (name !== null && name !== undefined && name !== DEFAULT_ORIGIN_NAME && origins[name] === undefined) {
+      return { ok: false, field: `routes.${i}.origin`, message: "names no entry of origins" };
+    }
+  }
 
   const defaults: Record<string, Partial<Record<SubjectKind, readonly Limit[]>>> = {};
   for (const [category, spec] of Object.entries(c.categories)) {
@@ -289,6 +315,8 @@ export function parseConfig(raw: unknown): ConfigResult {
       jwt: c.jwt ?? null,
       blockedCountries: new Set(c.blocked_countries),
       streams: { rentPeriodMs: c.streams.rent_period_s * 1000, perCredential: c.streams.per_credential },
+      origins,
+      routeOrigins,
     },
   };
 }

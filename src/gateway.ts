@@ -42,17 +42,18 @@ function invalidPath(): Response {
 }
 
 /** What is wrong with the configuration, TOLLGATE first, then ORIGIN_URL; null when both are valid (the gateway's 500 and health say the same). */
-export function configFault(runtime: Pick<Runtime, "configError" | "origin">): { readonly field: string; readonly message: string } | null {
+export function configFault(runtime: Pick<Runtime, "configError" | "origin" | "upstreams">): { readonly field: string; readonly message: string } | null {
   if (runtime.configError !== null) return runtime.configError;
   if (!runtime.origin.ok) return { field: "ORIGIN_URL", message: runtime.origin.message };
+  if (runtime.upstreams !== null && !runtime.upstreams.ok) return { field: runtime.upstreams.field, message: runtime.upstreams.message };
   return null;
 }
 
 /** Compiles the data plane for a runtime whose config and origin are valid. */
 export function compileGateway(runtime: Runtime): GatewayHandler {
   const config = runtime.config;
-  const origin = runtime.origin;
-  if (config === null || !origin.ok) {
+  const upstreams = runtime.upstreams;
+  if (config === null || upstreams === null || !upstreams.ok) {
     const { field, message } = configFault(runtime) ?? { field: "TOLLGATE", message: "is invalid" };
     return async () => problem("config_invalid", { detail: `The gateway configuration is invalid at ${field}: ${message}.`, extras: { field } });
   }
@@ -76,7 +77,7 @@ export function compileGateway(runtime: Runtime): GatewayHandler {
   add(sizeLimit({ maxRequestBytes: config.maxRequestBytes }));
   add(quotaCheck({ reservationTtlS: config.reservationTtlS, auditWindowS: config.auditWindowMs / 1000 }));
   const forward = forwardToOrigin({
-    origin: origin.base,
+    upstreams: upstreams.upstreams,
     stripCredential: config.stripCredential,
     maxRequestBytes: config.maxRequestBytes,
     requestLog: config.requestLog,
@@ -87,7 +88,7 @@ export function compileGateway(runtime: Runtime): GatewayHandler {
   const streams: Pipeline = {
     checks: streamChecks,
     forward: forwardWebSocket({
-      origin: origin.base,
+      upstreams: upstreams.upstreams,
       stripCredential: config.stripCredential,
       table: runtime.limiter,
       defaults: config.defaults,

@@ -23,6 +23,7 @@ import { UsageTracker } from "./identity/usage-tracker";
 import { compileJwtConfig, type JwtVerifier } from "./identity/jwt-verifier";
 import { log } from "./log/logger";
 import { type OriginBaseResult, parseOriginBase } from "./proxy/origin-url";
+import { compileUpstreams, type UpstreamsResult } from "./proxy/upstream";
 import { sha256Bytes } from "./utils/crypto";
 
 /** Shorter admin tokens disable the admin API (DESIGN §8). */
@@ -39,6 +40,8 @@ export interface Runtime {
   /** The config the admin API runs with: TOLLGATE, or the built-in defaults when it is invalid (the admin API must stay usable). */
   readonly adminConfig: Config;
   readonly origin: OriginBaseResult;
+  /** Where admitted requests go (ORIGIN_URL and the named origins); null while the config or ORIGIN_URL is invalid. */
+  readonly upstreams: UpstreamsResult | null;
   readonly adminTokens: AdminTokens;
   readonly limiter: LimiterTable;
   /** Leases on global limits (DESIGN §11), bounded by cache_max_entries (subject, category) groups. */
@@ -103,11 +106,14 @@ export function compileRuntime(env: Bindings, options: RuntimeOptions = {}): Run
   const adminConfig = config ?? builtInConfig();
   const limiter = new LimiterTable(adminConfig.limiterMaxMemoryMib);
   const now = options.clock ?? Date.now;
+  const origin = parseOriginBase(env.ORIGIN_URL);
+  const upstreams = config !== null && origin.ok ? compileUpstreams(origin.base, config.origins, config.routeOrigins, env) : null;
   const runtime: Runtime & { gateway: GatewayHandler } = {
     config,
     configError: parsed.ok ? null : { field: parsed.field, message: parsed.message },
     adminConfig,
-    origin: parseOriginBase(env.ORIGIN_URL),
+    origin,
+    upstreams,
     adminTokens: adminTokensOf(env),
     limiter,
     leases: new GlobalLeases({ ...adminConfig.global, maxGroups: adminConfig.cacheMaxEntries }, now),
@@ -156,6 +162,7 @@ export function healthOf(runtime: Runtime): Record<string, unknown> {
     out.config = "invalid";
     out.error = { field: fault.field, message: fault.message };
   }
+  if (runtime.upstreams?.ok === true) out.origins = runtime.upstreams.upstreams.health;
   if (!runtime.adminTokens.enabled) out.admin = { status: "disabled", reason: runtime.adminTokens.reason };
   // This isolate's caller policy: whether blocks are enforced from a loaded snapshot, a kept one, or not at all.
   const policy = runtime.policy.health();

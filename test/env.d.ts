@@ -6,6 +6,8 @@ declare global {
       TEST_MIGRATIONS: D1Migration[];
       ADMIN_TOKEN?: string;
       AUDITOR_TOKEN?: string;
+      /** The auxiliary worker test/fixtures/service-origin.mjs, bound as a service (vitest.config.ts). */
+      SERVICE_ORIGIN: Fetcher;
     }
   }
 }

@@ -1,7 +1,7 @@
 // Runtime checks on what the edge sends to OrgQuota; as in quota-input.ts, a
 // failure is a bug at the edge and throws a TypeError naming the field.
 import type { OrgAdmitRequest, OrgReportRequest } from "./org-quota-types";
-import { auditWindowMs, integer, name, quotaLimits, record, tenantReport, ttlMs } from "./quota-input";
+import { auditWindowMs, flag, integer, name, quotaLimits, record, tenantReport, ttlMs } from "./quota-input";
 import type { QuotaLimits, TenantReport } from "./quota-types";
 
 export interface OrgReportInput {
@@ -16,6 +16,7 @@ export interface OrgReportInput {
 
 export interface OrgAdmitInput extends OrgReportInput {
   growth: { bytes: number; objects: number };
+  force: boolean;
 }
 
 export function orgReportInput(req: OrgReportRequest): OrgReportInput {
@@ -36,7 +37,7 @@ export function orgAdmitInput(req: OrgAdmitRequest): OrgAdmitInput {
   const r = req as unknown as Record<string, unknown>;
   const growth = { bytes: integer(r.growthBytes, "growthBytes"), objects: integer(r.growthObjects, "growthObjects") };
   if (growth.objects > 1) throw new TypeError("quota: growthObjects must be 0 or 1");
-  return { ...base, growth };
+  return { ...base, growth, force: flag(r.force, "force") };
 }
 
 export function tenantSlug(value: unknown): string {

@@ -24,12 +24,19 @@ export interface OrgAdmitRequest {
   /** The edge's reservation_ttl_s: when a report that holds room is stale enough to pull again. Default 900. */
   ttlS?: number;
   auditWindowS?: number;
+  /**
+   * Keep the report even when the upload does not fit (shadow mode: the edge
+   * forwards it whatever the answer, and the tenant keeps its reservation).
+   * The answer still says `exceeded`.
+   */
+  force?: boolean;
 }
 
 /**
  * - `admitted`: the org's usage with this upload fits its hard quota.
  * - `exceeded`: it does not; figures as for a tenant (`usage` includes what
- *   every member's uploads in flight hold), `audit` names the org.
+ *   every member's uploads in flight hold), `audit` names the org. A forced
+ *   admit keeps the tenant's report all the same.
  * - `not_member`: the org dropped this tenant (dropMember) and has not taken
  *   it back (setMember); the upload is the tenant's alone.
  */

@@ -26,8 +26,12 @@
 // the calls of many isolates arrive in. Reports carry the tenant's `seq`: the
 // org keeps the newest, so a late, replayed or retried report changes
 // nothing. What does pass it: a late commit (its reservation expired; the
-// origin stored the bytes), and uploads admitted by an isolate that has not
-// yet seen the tenant join the org (within cache_ttl_s).
+// origin stored the bytes), an upload forced through in shadow mode, and
+// uploads admitted by an isolate that has not yet seen the tenant join the
+// org (within cache_ttl_s). A dedup (an upload of the size stored) grows
+// nothing, so it is not asked here; its tenant still records it, and the
+// report after a delete that lands while it is in flight shows the freed
+// room as held, so the org keeps counting it until the dedup settles.
 //
 // A report kept while the tenant held room is pulled again from the tenant
 // after reservation_ttl_s (the alarm), so room held by uploads that expired
@@ -76,7 +80,9 @@ export class OrgQuota extends DurableObject<Env> {
       const over = firstExceeded(total, without, i.quota, i.growth);
       if (over) {
         const audit = this.#auditDue("quota_hard_exceeded", i, over.kind, over.usage, over.quota, over.requested);
-        return { result: { status: "exceeded", ...over, audit } as const, pullAt: null };
+        // Forced (shadow mode): the upload goes ahead anyway, so the org counts it.
+        const pullAt = i.force && fresh ? this.#keep(i.tenant, i.report, i.nowMs, i.ttlMs) : null;
+        return { result: { status: "exceeded", ...over, audit } as const, pullAt };
       }
       const pullAt = fresh ? this.#keep(i.tenant, i.report, i.nowMs, i.ttlMs) : null;
       return { result: { status: "admitted" } as const, pullAt };

@@ -48,6 +48,12 @@ export interface UploadInput {
   auditWindowS?: number;
   /** Default: a random UUID. */
   reservationId?: string;
+  /**
+   * Shadow mode: the upload is forwarded whatever the quotas say, so it is
+   * reserved even past a hard quota (`reserved` with `exceeded` set) and
+   * settled like any other.
+   */
+  force?: boolean;
 }
 
 /** What settleUpload needs; keep it from reserveUpload until the origin answers. */
@@ -64,21 +70,32 @@ export interface UploadTicket {
   readonly auditWindowS: number | undefined;
 }
 
+/** A hard quota an upload would pass: `scope` says whose (`org` set when it is the org's). Record `audit` when not null. */
+export interface UploadExceeded {
+  scope: "tenant" | "org";
+  org?: string;
+  quotaKind: QuotaKind;
+  quota: number;
+  usage: number;
+  requested: number;
+  audit: AuditDue | null;
+}
+
 /**
- * - `reserved`: forward the upload, then call settleUpload with the ticket.
- * - `dedup`: the tenant already stores this object at this size: forward it;
- *   nothing to settle.
- * - `exceeded`: 403 quota_exceeded; `scope` says whose hard quota (`org` set
- *   when it is the org's). Record `audit` when not null.
+ * - `reserved`: forward the upload, then call settleUpload with the ticket
+ *   (a dedup, an upload of the size already stored, too: it costs nothing
+ *   but must commit). `exceeded` is set only when forced past a hard quota.
+ * - `exceeded`: 403 quota_exceeded.
  * - `invalid`: 400 invalid_request (the object name); nothing was called.
- * - `unavailable`: 503 quota_unavailable with Retry-After; nothing is held.
+ * - `unavailable`: 503 quota_unavailable with Retry-After; nothing is held,
+ *   except when forced: with `ticket` set, the tenant holds the upload and
+ *   it is settled like a reserved one (the org could not be asked).
  */
 export type ReserveUploadOutcome =
-  | { kind: "reserved"; ticket: UploadTicket }
-  | { kind: "dedup" }
-  | { kind: "exceeded"; scope: "tenant" | "org"; org?: string; quotaKind: QuotaKind; quota: number; usage: number; requested: number; audit: AuditDue | null }
+  | { kind: "reserved"; ticket: UploadTicket; exceeded?: UploadExceeded }
+  | ({ kind: "exceeded" } & UploadExceeded)
   | { kind: "invalid"; reason: string }
-  | { kind: "unavailable"; scope: "tenant" | "org" };
+  | { kind: "unavailable"; scope: "tenant" | "org"; ticket?: UploadTicket };
 
 /**
  * - `committed` (`late` when its reservation had expired: counted anyway),
@@ -138,22 +155,25 @@ export async function reserveUpload(ns: QuotaNamespaces, input: UploadInput): Pr
         reservationId: ticket.reservationId,
         nowMs: input.nowMs,
         ...optional(ticket),
+        ...(input.force === true ? { force: true } : {}),
       }),
     );
   } catch (err) {
     logFailure("quota_reserve_failed", err);
     return { kind: "unavailable", scope: "tenant" };
   }
-  if (reserved.status === "dedup") return { kind: "dedup" };
   if (reserved.status === "exceeded") {
     const { kind, quota, usage, requested, audit } = reserved;
     return { kind: "exceeded", scope: "tenant", quotaKind: kind, quota, usage, requested, audit };
   }
+  // Forced past the tenant's quota: still asked at the org, which counts it.
+  const tenantExceeded: UploadExceeded | undefined =
+    reserved.exceeded === undefined ? undefined : { scope: "tenant", quotaKind: reserved.exceeded.kind, quota: reserved.exceeded.quota, usage: reserved.exceeded.usage, requested: reserved.exceeded.requested, audit: reserved.exceeded.audit };
   const org = ticket.org;
   // Nothing to ask the org for an upload that grows nothing over the stored
-  // object (a shrink, or the same size while another upload of it is in
-  // flight); it still reports at settle.
-  if (org === null || (reserved.growthBytes === 0 && reserved.growthObjects === 0)) return { kind: "reserved", ticket };
+  // object (a shrink, a dedup, or the same size while another upload of it
+  // is in flight); it still reports at settle.
+  if (org === null || (reserved.growthBytes === 0 && reserved.growthObjects === 0)) return reservedOutcome(ticket, tenantExceeded);
   let admitted: OrgAdmitResult;
   try {
     admitted = await callQuota(async (): Promise<OrgAdmitResult> =>
@@ -166,18 +186,28 @@ export async function reserveUpload(ns: QuotaNamespaces, input: UploadInput): Pr
         quota: org.quota,
         nowMs: input.nowMs,
         ...optional(ticket),
+        ...(input.force === true ? { force: true } : {}),
       }),
     );
   } catch (err) {
     logFailure("org_quota_admit_failed", err);
+    // Forced: the upload goes ahead, so the tenant keeps its reservation; the org catches up from the settle's report.
+    if (input.force === true) return { kind: "unavailable", scope: "org", ticket };
     await releaseRefused(ns, ticket, input.nowMs);
     return { kind: "unavailable", scope: "org" };
   }
-  if (admitted.status === "admitted") return { kind: "reserved", ticket };
-  if (admitted.status === "not_member") return { kind: "reserved", ticket: { ...ticket, org: null } };
-  await releaseRefused(ns, ticket, input.nowMs);
+  if (admitted.status === "admitted") return reservedOutcome(ticket, tenantExceeded);
+  if (admitted.status === "not_member") return reservedOutcome({ ...ticket, org: null }, tenantExceeded);
   const { kind, quota, usage, requested, audit } = admitted;
-  return { kind: "exceeded", scope: "org", org: org.slug, quotaKind: kind, quota, usage, requested, audit };
+  const orgExceeded: UploadExceeded = { scope: "org", org: org.slug, quotaKind: kind, quota, usage, requested, audit };
+  // Forced: the org kept the tenant's report; the tenant's refusal, if any, is named first.
+  if (input.force === true) return reservedOutcome(ticket, tenantExceeded ?? orgExceeded);
+  await releaseRefused(ns, ticket, input.nowMs);
+  return { kind: "exceeded", ...orgExceeded };
+}
+
+function reservedOutcome(ticket: UploadTicket, exceeded: UploadExceeded | undefined): ReserveUploadOutcome {
+  return exceeded === undefined ? { kind: "reserved", ticket } : { kind: "reserved", ticket, exceeded };
 }
 
 /** Commits (`ok`: the origin answered 2xx) or releases the upload; never throws. */

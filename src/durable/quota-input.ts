@@ -69,6 +69,7 @@ export interface ReserveInput {
   nowMs: number;
   expiresAtMs: number;
   auditWindowMs: number;
+  force: boolean;
 }
 
 export function reserveInput(req: ReserveRequest): ReserveInput {
@@ -85,7 +86,15 @@ export function reserveInput(req: ReserveRequest): ReserveInput {
     nowMs,
     expiresAtMs,
     auditWindowMs: auditWindowMs(r.auditWindowS),
+    force: flag(r.force, "force"),
   };
+}
+
+/** An optional boolean, false when absent. */
+export function flag(value: unknown, field: string): boolean {
+  if (value === undefined) return false;
+  if (typeof value !== "boolean") throw new TypeError(`quota: ${field} must be a boolean`);
+  return value;
 }
 
 export interface CommitInput {

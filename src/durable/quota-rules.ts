@@ -27,25 +27,23 @@ export interface Growth {
 /**
  * Reserving `bytes` for an object, given its stored size (`ownerBytes`, null
  * when not stored) and the largest upload of it already in flight
- * (`maxLiveBytes`, null when none): "dedup" when the upload changes nothing
- * (the same size as stored, nothing in flight), else two figures.
+ * (`maxLiveBytes`, null when none): two figures, both zero for a dedup (the
+ * size stored, nothing larger in flight), which is still recorded: a delete
+ * or a shrink landing while it is in flight is charged back at its commit.
  *
  * `held`: what it adds to the room the tenant holds. Per object the room
  * held is max(in flight) − stored (when positive), plus one object while it
  * is not stored. That bounds every order of commits, because the last commit
  * sets the size; so committed + held never grows except here, where it is
- * checked. A remove or a shrink while an overwrite is in flight moves room
- * from committed to held, never creating any.
+ * checked. A remove or a shrink while an overwrite or a dedup is in flight
+ * moves room from committed to held, never creating any.
  *
  * `own`: the upload's growth over the stored object alone (new − old when
  * positive; one object when not stored), ignoring other uploads in flight.
  * The org is asked for this: another upload of the object that covers this
  * one at the tenant may be one the org refuses, so it cannot cover it there.
  */
-export function uploadGrowth(ownerBytes: number | null, maxLiveBytes: number | null, bytes: number): { held: Growth; own: Growth } | "dedup" {
-  // With an upload of the object in flight, a same-size upload still has to
-  // commit: otherwise the size recorded would be whichever other one commits.
-  if (ownerBytes === bytes && maxLiveBytes === null) return "dedup";
+export function uploadGrowth(ownerBytes: number | null, maxLiveBytes: number | null, bytes: number): { held: Growth; own: Growth } {
   const base = ownerBytes ?? 0;
   const heldBefore = maxLiveBytes === null ? 0 : Math.max(0, maxLiveBytes - base);
   const heldAfter = Math.max(0, Math.max(maxLiveBytes ?? 0, bytes) - base);

@@ -59,6 +59,13 @@ export interface ReserveRequest {
   ttlS?: number;
   /** Seconds between two audits of the same kind; default 60. */
   auditWindowS?: number;
+  /**
+   * Record the reservation even past a hard quota (shadow mode: the edge
+   * forwards the upload whatever the answer, so it must be counted). The
+   * answer is then `reserved`, with `exceeded` saying what enforce would have
+   * refused.
+   */
+  force?: boolean;
 }
 
 export interface CommitRequest {
@@ -109,20 +116,28 @@ export interface TenantReport {
  *   record to the new size at commit). `growthBytes` and `growthObjects`
  *   (0 or 1) are the upload's growth over the stored object: the whole size
  *   and one object for a new object, new − old when positive for an
- *   overwrite. The org must admit it when either is above 0. (What the
- *   tenant holds for it can be less: another upload of the same object in
- *   flight may already cover it; see UsageResult.)
- * - `dedup`: the tenant already owns the object at exactly this size and no
- *   other upload of it is in flight; no quota charged, nothing to commit or
- *   release.
+ *   overwrite, both 0 for a shrink or a dedup (the size already stored: no
+ *   quota charged, but it commits like any other, so a delete or shrink that
+ *   lands meanwhile is charged back). The org must admit it when either is
+ *   above 0. (What the tenant holds for it can be less: another upload of
+ *   the same object in flight may already cover it; see UsageResult.)
+ *   `exceeded` is set only on a forced reserve that passed a hard quota.
  * - `exceeded`: the upload would pass the hard quota of `kind`. `usage` is the
  *   committed usage plus what live reservations hold, `requested` what this
  *   upload would add to that (bytes, or 1 for `objects`), `quota` the hard limit.
  */
 export type ReserveResult =
-  | { status: "reserved"; reservationId: string; growthBytes: number; growthObjects: number; report: TenantReport }
-  | { status: "dedup" }
-  | { status: "exceeded"; kind: QuotaKind; quota: number; usage: number; requested: number; audit: AuditDue | null };
+  | { status: "reserved"; reservationId: string; growthBytes: number; growthObjects: number; report: TenantReport; exceeded?: ReserveExceeded }
+  | ({ status: "exceeded" } & ReserveExceeded);
+
+/** A hard quota an upload would pass: see ReserveResult. */
+export interface ReserveExceeded {
+  kind: QuotaKind;
+  quota: number;
+  usage: number;
+  requested: number;
+  audit: AuditDue | null;
+}
 
 /**
  * The outcome of commit, release or remove. `bytes` and `objects` are the

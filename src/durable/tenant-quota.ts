@@ -9,8 +9,12 @@
 // of it. Live reservations hold, per object, the largest upload in flight
 // minus the stored size (quota-rules.ts `uploadGrowth`), which covers every
 // order their commits can land in; so committed + held only grows at a
-// reserve, where it is checked. The exception is a late commit (its
-// reservation expired first): the origin stored the bytes, so they are
+// reserve, where it is checked. Every upload is recorded, a dedup (the size
+// already stored) too, as a reservation holding nothing: a delete or shrink
+// landing while it is in flight moves the room it frees into what is held,
+// and the dedup's commit records the object again. The exceptions are a late
+// commit (its reservation expired first) and a forced reservation (shadow
+// mode forwards every upload): the origin stored the bytes, so they are
 // recorded even past the hard quota.
 //
 // State changes (owner rows, reservations, counters, ledger, audit windows)
@@ -32,6 +36,7 @@ import type {
   ReindexResult,
   ReleaseRequest,
   RemoveRequest,
+  ReserveExceeded,
   ReserveRequest,
   ReserveResult,
   SettleResult,
@@ -198,19 +203,24 @@ export class TenantQuota extends DurableObject<Env> {
     if (this.#store.ledgerEntry(i.reservationId) !== null) {
       throw new TypeError("TenantQuota: reservationId was already settled");
     }
+    // A dedup (the size stored) is recorded too, holding nothing: its commit
+    // must record the object again if a delete or shrink lands meanwhile.
     const growth = uploadGrowth(this.#store.ownerBytes(i.object), this.#store.maxLiveBytes(i.object), i.bytes);
-    if (growth === "dedup") return { status: "dedup" };
     const over = firstExceeded(this.#store.counters(), this.#store.held(), i.quota, growth.held);
+    let exceeded: ReserveExceeded | null = null;
     if (over) {
       const audit = this.#auditDue("quota_hard_exceeded", over.kind, over.usage, over.quota, i.nowMs, i.auditWindowMs, over.requested);
-      return { status: "exceeded", ...over, audit };
+      if (!i.force) return { status: "exceeded", ...over, audit };
+      // Forced (shadow mode): the edge forwards the upload anyway, so it is held and counted like any other.
+      exceeded = { ...over, audit };
     }
     this.#store.insertReservation(i.reservationId, i.object, i.bytes, i.expiresAtMs, growth.own);
     this.#store.changed();
-    return this.#reserved({ id: i.reservationId, growth_bytes: growth.own.bytes, growth_objects: growth.own.objects });
+    const reserved = this.#reserved({ id: i.reservationId, growth_bytes: growth.own.bytes, growth_objects: growth.own.objects });
+    return exceeded === null ? reserved : { ...reserved, exceeded };
   }
 
-  #reserved(r: Pick<ReservationRow, "id" | "growth_bytes" | "growth_objects">): ReserveResult {
+  #reserved(r: Pick<ReservationRow, "id" | "growth_bytes" | "growth_objects">): Extract<ReserveResult, { status: "reserved" }> {
     return { status: "reserved", reservationId: r.id, growthBytes: r.growth_bytes, growthObjects: r.growth_objects, report: this.#store.report() };
   }
 

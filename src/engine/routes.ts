@@ -22,6 +22,8 @@ export interface RouteSpec {
   method?: string;
   path: string;
   charges?: Record<string, number>;
+  /** The name of an entry of the config's `origins` (checked there); absent: the default origin. */
+  origin?: string;
   quota?: "store" | "release";
   /** Compare literal segments exactly (default: ignoring ASCII case). */
   case_sensitive?: boolean;
@@ -30,7 +32,7 @@ export interface RouteSpec {
 }
 
 /** The fields a route may have: anything else is refused, so a typo is not silently ignored. */
-const ROUTE_FIELDS: ReadonlySet<string> = new Set(["method", "path", "charges", "quota", "case_sensitive", "response_charge"]);
+const ROUTE_FIELDS: ReadonlySet<string> = new Set(["method", "path", "charges", "quota", "case_sensitive", "response_charge", "origin"]);
 
 export interface RouteMatch {
   /** The matching entry's index in the routes list. */
@@ -49,6 +51,8 @@ export interface RouteMatcher {
 }
 
 export const CATEGORY_NAME = /^[a-z][a-z0-9_]{0,31}$/;
+/** Names of the config's `origins` entries, which a route's `origin` names. */
+export const ORIGIN_NAME = /^[a-z][a-z0-9_-]{0,31}$/;
 const PARAM_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/;
 const METHOD = /^[A-Za-z]{1,16}$/;
 const MAX_PATH_CHARS = 1024;
@@ -82,6 +86,8 @@ export function routeSpecError(spec: unknown): string | null {
       if (typeof cost !== "number" || !Number.isInteger(cost) || cost < 0 || cost > MAX_COST) return `charges.${category} must be a whole number >= 0 and <= ${MAX_COST}`;
     }
   }
+  const origin = (spec as Record<string, unknown>).origin;
+  if (origin !== undefined && (typeof origin !== "string" || !ORIGIN_NAME.test(origin))) return "origin must name an entry of origins (^[a-z][a-z0-9_-]{0,31}$)";
   if (quota !== undefined && quota !== "store" && quota !== "release") return 'quota must be "store" or "release"';
   if (quota !== undefined && !names.has("object")) return "quota routes need an :object parameter in path (the object's name)";
   return null;

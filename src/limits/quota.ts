@@ -17,7 +17,7 @@
 import type { Exchange } from "../context";
 import { insertAuditEvent } from "../db/audit";
 import { database } from "../db/client";
-import { type OrgQuotaRef, type QuotaNamespaces, removeObject, reserveUpload, settleUpload, type UploadTicket } from "../durable/quota-client";
+import { type OrgQuotaRef, type QuotaNamespaces, removeObject, reserveUpload, settleUpload, type UploadExceeded, type UploadTicket } from "../durable/quota-client";
 import { objectNameError } from "../durable/object-name";
 import type { AuditDue, QuotaWarning } from "../durable/quota-types";
 import { problem } from "../errors";
@@ -93,34 +93,40 @@ async function reserve(x: Exchange, options: QuotaOptions, bytes: number): Promi
     org: tenant.org,
     rawObject: rawObjectName(x),
     bytes,
-    nowMs: Date.now(),
+    // The runtime's clock: it sets the reservation's expiry (nowMs + reservation_ttl_s).
+    nowMs: x.runtime.now(),
     ttlS: options.reservationTtlS,
     auditWindowS: options.auditWindowS,
+    // Shadow mode forwards the upload whatever the answer, so it is counted whatever the answer.
+    force: x.config.mode === "shadow",
   });
   switch (outcome.kind) {
     case "reserved":
       x.upload = outcome.ticket;
-      return null;
-    case "dedup":
-      return null;
+      // Set only in shadow mode, where the refusal is recorded and the upload goes on.
+      return outcome.exceeded === undefined ? null : exceeded(x, outcome.exceeded);
     case "invalid":
       return invalidName(x, outcome.reason);
     case "unavailable":
       log.error("quota_reserve_failed", { scope: outcome.scope });
+      if (outcome.ticket !== undefined) x.upload = outcome.ticket;
       return unavailable(x);
-    case "exceeded": {
-      recordQuotaAudit(x, outcome.audit);
-      const whose = outcome.scope === "org" ? `org ${outcome.org}'s` : "tenant's";
-      const unit = outcome.quotaKind === "bytes" ? "bytes" : "object";
-      return x.refuse(
-        "quota_exceeded",
-        problem("quota_exceeded", {
-          detail: `This upload of ${outcome.requested} ${unit} would pass the ${whose} hard ${outcome.quotaKind} quota of ${outcome.quota} (in use: ${outcome.usage}).`,
-          extras: { kind: outcome.quotaKind, quota: outcome.quota, usage: outcome.usage, requested: outcome.requested, org: outcome.scope === "org" ? outcome.org : undefined },
-        }),
-      );
-    }
+    case "exceeded":
+      return exceeded(x, outcome);
   }
+}
+
+function exceeded(x: Exchange, outcome: UploadExceeded): Response | null {
+  recordQuotaAudit(x, outcome.audit);
+  const whose = outcome.scope === "org" ? `org ${outcome.org}'s` : "tenant's";
+  const unit = outcome.quotaKind === "bytes" ? "bytes" : "object";
+  return x.refuse(
+    "quota_exceeded",
+    problem("quota_exceeded", {
+      detail: `This upload of ${outcome.requested} ${unit} would pass the ${whose} hard ${outcome.quotaKind} quota of ${outcome.quota} (in use: ${outcome.usage}).`,
+      extras: { kind: outcome.quotaKind, quota: outcome.quota, usage: outcome.usage, requested: outcome.requested, org: outcome.scope === "org" ? outcome.org : undefined },
+    }),
+  );
 }
 
 /**

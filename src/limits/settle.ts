@@ -21,7 +21,7 @@ import { errorName, log } from "../log/logger";
 import { requestLogLine } from "../log/request-log";
 import { declaredLength } from "../proxy/content-length";
 import { answerFrom, callOrigin, type OriginCall, originRequestHeaders } from "../proxy/forward";
-import { type OriginBase, originUrlFor } from "../proxy/origin-url";
+import { DEFAULT_ORIGIN_NAME, type Upstream, type Upstreams, upstreamFor } from "../proxy/upstream";
 import { warningHeaderValue } from "../durable/quota-client";
 import { keepAlive } from "../utils/wait-until";
 import type { HeaderList } from "../engine/rate-limit-headers";
@@ -39,8 +39,8 @@ import { tooLargeResponse } from "./size";
 export const SMALL_BODY_BYTES = 16 * 1024;
 
 export interface ForwardOptions {
-  /** Null: fetch(request) to the zone's own origin. */
-  readonly origin: OriginBase | null;
+  /** The default origin and each route's (a base URL, a service binding, or the zone's own origin). */
+  readonly upstreams: Upstreams;
   readonly stripCredential: boolean;
   readonly maxRequestBytes: number;
   readonly requestLog: boolean;
@@ -111,7 +111,7 @@ class Settlement {
       const tooLarge = this.#call.tooLarge();
       if (!tooLarge) log.warn("origin_unreachable", { error: errorName(err) });
       x.decision = tooLarge ? "request_too_large" : x.decision;
-      const failed = tooLarge ? tooLargeResponse(options.maxRequestBytes, null) : problem("origin_unreachable", { detail: "The origin could not be reached." });
+      const failed = tooLarge ? tooLargeResponse(options.maxRequestBytes, null) : originUnreachable(this.#call.origin);
       this.#resolve(withHeaders(failed, extraHeaders(x, null)));
       // The answer is a small problem: the slot is not held through the quota object's round trip.
       x.releaseSlot?.();
@@ -246,23 +246,32 @@ export function originHeadersFor(x: Exchange, stripCredential: boolean): Headers
   });
 }
 
-/** The URL forwarded to: ORIGIN_URL's base path joined with the collapsed path, then the query; with no ORIGIN_URL, the request's own. */
-export function originTargetFor(x: Exchange, base: OriginBase | null): string {
-  return base === null ? x.request.url : originUrlFor(base, x.path, x.search);
+/** The origin an admitted request goes to: its route's (`origin` on the route), else the default. */
+export function upstreamOf(x: Exchange, upstreams: Upstreams): Upstream {
+  const route = x.route;
+  return upstreamFor(upstreams, route === null ? null : route.index);
+}
+
+/** 502 origin_unreachable naming the origin (never the error: a service binding's text is its own business). */
+export function originUnreachable(name: string): Response {
+  const which = name === DEFAULT_ORIGIN_NAME ? "The origin" : `The origin "${name}"`;
+  return problem("origin_unreachable", { detail: `${which} could not be reached.`, extras: { origin: name } });
 }
 
 /**
- * The last step: forwards to ORIGIN_URL (its base path joined with the
- * request's collapsed path, then the query; with no ORIGIN_URL, to the zone's
- * own origin) and settles everything after.
- * @example const forward = forwardToOrigin({ origin: base, stripCredential: false, maxRequestBytes: 0, requestLog: true, usageMaxPending: 10_000, usageFlushIntervalMs: 60_000 });
+ * The last step: forwards to the request's origin (a base URL joined with
+ * the request's collapsed path, then the query; a service binding with the
+ * same path and query; with no ORIGIN_URL, the zone's own origin) and
+ * settles everything after.
+ * @example const forward = forwardToOrigin({ upstreams, stripCredential: false, maxRequestBytes: 0, requestLog: true, usageMaxPending: 10_000, usageFlushIntervalMs: 60_000 });
  */
 export function forwardToOrigin(options: ForwardOptions): (x: Exchange) => Promise<Response> {
-  const base = options.origin;
+  const upstreams = options.upstreams;
   return function forwardStep(x) {
     const headers = originHeadersFor(x, options.stripCredential);
-    const target = originTargetFor(x, base);
-    const call = callOrigin(x.request, target, headers, x.declaredBytes, options.maxRequestBytes);
+    const upstream = upstreamOf(x, upstreams);
+    const env = x.env;
+    const call = callOrigin(x.request, upstream.url(x.path, x.search, x.request.url), headers, x.declaredBytes, options.maxRequestBytes, (url, init) => upstream.fetch(url, init, env), upstream.name);
     const settlement = new Settlement(x, call, options);
     keepAlive(x.ctx, settlement.run());
     return settlement.answer;

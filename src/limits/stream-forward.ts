@@ -14,28 +14,30 @@ import { errorName, log } from "../log/logger";
 import { requestLogLine } from "../log/request-log";
 import { declaredLength } from "../proxy/content-length";
 import { answerFrom } from "../proxy/forward";
-import type { OriginBase } from "../proxy/origin-url";
+import type { Upstreams } from "../proxy/upstream";
 import { closeQuietly, openOriginSocket, upgradeHeaders } from "../proxy/websocket";
 import { keepAlive } from "../utils/wait-until";
-import { extraHeaders, flushUsage, originHeadersFor, originTargetFor, withHeaders } from "./settle";
+import { extraHeaders, flushUsage, originHeadersFor, originUnreachable, upstreamOf, withHeaders } from "./settle";
 import { StreamSession, type StreamSessionOptions } from "./stream-session";
 
 export interface StreamForwardOptions extends StreamSessionOptions {
-  /** Null: to the zone's own origin (the request's URL). */
-  readonly origin: OriginBase | null;
+  /** The default origin and each route's. */
+  readonly upstreams: Upstreams;
   readonly stripCredential: boolean;
 }
 
 /**
  * Proxies an admitted upgrade to the origin as a WebSocket.
- * @example const forwardStream = forwardWebSocket({ origin: base, stripCredential: false, table, defaults, rentPeriodMs: 60_000, requestLog: true, usageMaxPending: 10_000, usageFlushIntervalMs: 60_000 });
+ * @example const forwardStream = forwardWebSocket({ upstreams, stripCredential: false, table, defaults, rentPeriodMs: 60_000, requestLog: true, usageMaxPending: 10_000, usageFlushIntervalMs: 60_000 });
  */
 export function forwardWebSocket(options: StreamForwardOptions): (x: Exchange) => Promise<Response> {
-  const base = options.origin;
+  const upstreams = options.upstreams;
   return function forwardWebSocketStep(x) {
     const headers = upgradeHeaders(originHeadersFor(x, options.stripCredential));
-    const target = originTargetFor(x, base);
-    const opening = open(x, target, headers, options).catch((err: unknown) => {
+    const upstream = upstreamOf(x, upstreams);
+    const env = x.env;
+    const target = upstream.url(x.path, x.search, x.request.url);
+    const opening = open(x, target, headers, options, upstream.name, (url, init) => upstream.fetch(url, init, env)).catch((err: unknown) => {
       log.error("stream_open_failed", { error: errorName(err) });
       x.releaseStream?.();
       x.decision = "internal_error";
@@ -46,15 +48,15 @@ export function forwardWebSocket(options: StreamForwardOptions): (x: Exchange) =
   };
 }
 
-async function open(x: Exchange, target: string, headers: Headers, options: StreamForwardOptions): Promise<Response> {
-  const upgrade = await openOriginSocket(target, headers);
+async function open(x: Exchange, target: string, headers: Headers, options: StreamForwardOptions, originName: string, send: (url: string, init: RequestInit) => Promise<Response>): Promise<Response> {
+  const upgrade = await openOriginSocket(target, headers, send);
   if (upgrade.kind !== "open") {
     x.releaseStream?.();
     let answer: Response;
     if (upgrade.kind === "unreachable") {
       log.warn("origin_unreachable", { error: upgrade.error });
       x.decision = "origin_unreachable";
-      answer = withHeaders(problem("origin_unreachable", { detail: "The origin could not be reached." }), extraHeaders(x, null));
+      answer = withHeaders(originUnreachable(originName), extraHeaders(x, null));
     } else {
       opened(x, options);
       answer = answerFrom(upgrade.response, extraHeaders(x, null));

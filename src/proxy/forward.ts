@@ -106,16 +106,28 @@ export interface OriginCall {
   readonly response: Promise<Response>;
   /** True when the body was aborted for passing max_request_bytes. */
   readonly tooLarge: () => boolean;
+  /** The origin's name (`default` for ORIGIN_URL), for a 502 that names it. */
+  readonly origin: string;
 }
 
 const NEVER = (): boolean => false;
+const fetchAnywhere = (url: string, init: RequestInit): Promise<Response> => fetch(url, init);
 
 /**
  * Starts the origin request (it runs from here; awaiting it is the caller's
  * business). `target` is the full origin URL; `declaredBytes` the request's
- * Content-Length; `maxRequestBytes` 0 for no bound.
+ * Content-Length; `maxRequestBytes` 0 for no bound; `send` the origin's fetch
+ * (a service binding's, or the global one).
  */
-export function callOrigin(request: Request, target: string, headers: Headers, declaredBytes: number | null, maxRequestBytes: number): OriginCall {
+export function callOrigin(
+  request: Request,
+  target: string,
+  headers: Headers,
+  declaredBytes: number | null,
+  maxRequestBytes: number,
+  send: (url: string, init: RequestInit) => Promise<Response> = fetchAnywhere,
+  origin = "default",
+): OriginCall {
   let body: ReadableStream<Uint8Array> | null = request.method === "GET" || request.method === "HEAD" ? null : request.body;
   let tooLarge = NEVER;
   let signal: AbortSignal | undefined;
@@ -132,8 +144,14 @@ export function callOrigin(request: Request, target: string, headers: Headers, d
   // The client sees the origin's redirects as they are; the gateway never follows them.
   const init: RequestInit = { method: request.method, headers, body, redirect: "manual" };
   if (signal !== undefined) init.signal = signal;
-  const response = fetch(target, init);
-  return { response, tooLarge };
+  // A service binding's fetch may throw rather than reject: either way the call fails as unreachable.
+  let response: Promise<Response>;
+  try {
+    response = send(target, init);
+  } catch (err) {
+    response = Promise.reject(err);
+  }
+  return { response, tooLarge, origin };
 }
 
 /**

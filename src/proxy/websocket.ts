@@ -29,11 +29,11 @@ export type OriginUpgrade =
   | { readonly kind: "refused"; readonly response: Response }
   | { readonly kind: "unreachable"; readonly error: string };
 
-/** Opens the origin's end of a stream at `target` (an http(s) URL). Never throws. */
-export async function openOriginSocket(target: string, headers: Headers): Promise<OriginUpgrade> {
+/** Opens the origin's end of a stream at `target` (an http(s) URL) through `send` (fetch, or a service binding's). Never throws. */
+export async function openOriginSocket(target: string, headers: Headers, send: (url: string, init: RequestInit) => Promise<Response> = (url, init) => fetch(url, init)): Promise<OriginUpgrade> {
   let response: Response;
   try {
-    response = await fetch(target, { method: "GET", headers, redirect: "manual" });
+    response = await send(target, { method: "GET", headers, redirect: "manual" });
   } catch (err) {
     return { kind: "unreachable", error: errorName(err) };
   }

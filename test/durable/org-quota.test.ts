@@ -134,6 +134,51 @@ describe("uploads of one object in flight", () => {
   });
 });
 
+describe("a same-size re-upload (dedup) racing a delete (issue 23 item 2)", () => {
+  it("counts the object again at the tenant and the org when the re-upload commits after the delete, and holds its room meanwhile", async () => {
+    const { org, stub: orgStub } = orgObject("dedup");
+    const ref = { slug: org, quota: { bytes: { hard: 1000 } } };
+    const a = quotaObject("a");
+    const b = quotaObject("b");
+    await put(a.tenant, {}, ref, "x", 800);
+    const slow = await reserveUpload(namespaces, { tenant: a.tenant, quota: {}, org: ref, rawObject: "x", bytes: 800, nowMs: Date.now() });
+    expect(await removeObject(namespaces, { tenant: a.tenant, org: ref, rawObject: "x", nowMs: Date.now() })).toEqual({ kind: "removed", deltaBytes: -800 });
+    // The freed bytes still back the re-upload in flight: another tenant cannot take them first.
+    expect((await put(b.tenant, {}, ref, "y", 300)).reserved).toMatchObject({ kind: "exceeded", scope: "org", usage: 800, requested: 300 });
+    // The slow body completes and the origin stores x again.
+    if (slow.kind === "reserved") expect(await settleUpload(namespaces, slow.ticket, { ok: true, nowMs: Date.now() })).toMatchObject({ kind: "committed", deltaBytes: 800 });
+    expect(await a.stub.usage()).toMatchObject({ bytes: 800, objects: 1, reservations: 0 });
+    expect(await orgStub.usage()).toMatchObject({ bytes: 800, objects: 1, reserved_bytes: 0 });
+    await expectOrgEqualsMembers(orgStub, [a.stub, b.stub]);
+  });
+});
+
+describe("forced uploads (shadow mode, issue 23 item 7)", () => {
+  it("keeps the tenant's reservation past the org's hard quota, names the org's quota, and counts the commit at both", async () => {
+    const { org, stub: orgStub } = orgObject("forced");
+    const ref = { slug: org, quota: { bytes: { hard: 1000 } } };
+    const a = quotaObject("a");
+    const b = quotaObject("b");
+    await put(a.tenant, {}, ref, "x", 600);
+    const over = await reserveUpload(namespaces, { tenant: b.tenant, quota: {}, org: ref, rawObject: "y", bytes: 600, nowMs: Date.now(), force: true });
+    if (over.kind !== "reserved") throw new Error(`expected a reservation, got ${over.kind}`);
+    expect(over.exceeded).toMatchObject({ scope: "org", org, quotaKind: "bytes", quota: 1000, usage: 600, requested: 600 });
+    // The org counts it while it is in flight.
+    expect(await orgStub.usage()).toMatchObject({ bytes: 600, reserved_bytes: 600 });
+    expect(await settleUpload(namespaces, over.ticket, { ok: true, nowMs: Date.now() })).toMatchObject({ kind: "committed", deltaBytes: 600 });
+    expect(await orgStub.usage()).toMatchObject({ bytes: 1200, objects: 2, reserved_bytes: 0 });
+    await expectOrgEqualsMembers(orgStub, [a.stub, b.stub]);
+  });
+
+  it("names the tenant's quota first when both are passed", async () => {
+    const { org } = orgObject("forced-both");
+    const ref = { slug: org, quota: { bytes: { hard: 500 } } };
+    const a = quotaObject("a");
+    const over = await reserveUpload(namespaces, { tenant: a.tenant, quota: { bytes: { hard: 100 } }, org: ref, rawObject: "z", bytes: 600, nowMs: Date.now(), force: true });
+    expect(over).toMatchObject({ kind: "reserved", exceeded: { scope: "tenant", quota: 100, requested: 600 } });
+  });
+});
+
 describe("membership", () => {
   it("counts a joining tenant's existing usage at once, drops it on leave, and refuses its stale reports until it joins again", async () => {
     const { org, stub: orgStub } = orgObject("members");

@@ -82,7 +82,10 @@ describe("object names", () => {
     if (r.kind !== "reserved") throw new Error("expected a reservation");
     expect(r.ticket.object).toBe("café");
     await settleUpload(namespaces, r.ticket, { ok: true, nowMs: Date.now() });
-    expect(await reserveUpload(namespaces, { tenant, quota: {}, org: null, rawObject: "caf%c3%a9", bytes: 10, nowMs: Date.now() })).toEqual({ kind: "dedup" });
+    const again = await reserveUpload(namespaces, { tenant, quota: {}, org: null, rawObject: "caf%c3%a9", bytes: 10, nowMs: Date.now() });
+    if (again.kind !== "reserved") throw new Error("expected a reservation");
+    expect(again.ticket.object).toBe("café");
+    expect(await settleUpload(namespaces, again.ticket, { ok: true, nowMs: Date.now() })).toMatchObject({ kind: "committed", deltaBytes: 0 });
     expect(await removeObject(namespaces, { tenant, org: null, rawObject: "caf%c3%a9", nowMs: Date.now() })).toEqual({ kind: "removed", deltaBytes: -10 });
     expect(await stub.usage()).toMatchObject({ bytes: 0, objects: 0 });
   });
@@ -116,6 +119,21 @@ describe("failures", () => {
     expect(r).toEqual({ kind: "unavailable", scope: "org" });
     expect(calls).toEqual(["reserve", "admit", "admit", "release", "report"]);
     expect(await stub.usage()).toMatchObject({ reserved_bytes: 0, reservations: 0 });
+  });
+
+  it("keeps a forced (shadow-mode) upload held at the tenant when the org cannot be asked, and counts it at both once it commits", async () => {
+    const { tenant, stub } = quotaObject("org-down-forced");
+    const { org, stub: orgStub } = orgObject("down-forced");
+    const ref = { slug: org, quota: { bytes: { hard: 100 } } };
+    silenceErrors();
+    const { ns, calls } = withFaults(null, { method: "admit", times: 2, error: retryable });
+    const r = await reserveUpload(ns, { tenant, quota: {}, org: ref, rawObject: "a", bytes: 10, nowMs: Date.now(), force: true });
+    if (r.kind !== "unavailable" || r.ticket === undefined) throw new Error(`expected unavailable with a ticket, got ${JSON.stringify(r)}`);
+    expect(r.scope).toBe("org");
+    expect(calls).toEqual(["reserve", "admit", "admit"]);
+    expect(await stub.usage()).toMatchObject({ reserved_bytes: 10, reservations: 1 });
+    expect(await settleUpload(ns, r.ticket, { ok: true, nowMs: Date.now() })).toMatchObject({ kind: "committed", deltaBytes: 10 });
+    expect(await orgStub.usage()).toMatchObject({ bytes: 10, reserved_bytes: 0 });
   });
 
   it("answers unavailable when the commit fails, and still committed when only the org's report fails", async () => {

@@ -1,4 +1,4 @@
-// Overwrites (issue 10 item 3, DESIGN §5): the same size is a dedup hit,
+// Overwrites (issue 10 item 3): the same size is a dedup that reserves nothing,
 // another size reserves only its growth, and the commit moves the owner
 // record and the counters to the new size. Races: two overwrites of one
 // object in flight, an overwrite racing a remove, a shrink racing a growth.
@@ -72,11 +72,13 @@ describe("overwriting an owned object", () => {
     await expectCountersMatchOwners(stub);
   });
 
-  it("is a dedup at the same size, but reserves (growth 0) while another upload of it is in flight", async () => {
+  it("reserves a same-size upload with growth 0, also while another upload of it is in flight", async () => {
     const { tenant, stub } = quotaObject("same-size");
     const quota = { bytes: { hard: 1000 } };
     await store(stub, upload(tenant, "x", 100, quota));
-    expect(await stub.reserve(upload(tenant, "x", 100, quota))).toEqual({ status: "dedup" });
+    const dedup = upload(tenant, "x", 100, quota);
+    expect(await stub.reserve(dedup)).toMatchObject({ status: "reserved", growthBytes: 0, growthObjects: 0 });
+    await commit(stub, dedup);
     const bigger = upload(tenant, "x", 400, quota);
     expect(await stub.reserve(bigger)).toMatchObject({ status: "reserved", growthBytes: 300 });
     // Whichever commits last sets the size, so this one has to commit too.

@@ -1,12 +1,19 @@
 // A property test: random interleavings of reserve (new objects, overwrites
-// of another size and of the same size), commit (with and without the upload
-// named, so late commits of expired reservations happen), release, remove,
-// expiry and purge, with replays and settles of ids never reserved, against a
-// simple model. After every step the object must agree with the model, its
-// counters must equal the sum of its owner rows, nothing may be negative,
-// `seq` must grow with every change, and, until a late commit records bytes
-// past it, committed + held may never pass the hard quota (so no order of
-// commits can).
+// of another size and of the same size, shrinks, forced reserves as shadow
+// mode sends them), commit (with and without the upload named, so late
+// commits of expired reservations happen), release, remove, expiry and
+// purge, with replays and settles of ids never reserved, against a simple
+// model of the object and of the origin behind it. After every step the
+// object must agree with the model, its counters must equal the sum of its
+// owner rows and the bytes and objects the model origin holds, nothing may be
+// negative, `seq` must grow with every change, and, until a late commit or a
+// forced reserve records bytes past it, committed + held may never pass the
+// hard quota (so no order of commits can).
+//
+// The model origin: every upload the object did not refuse is forwarded, and
+// the edge settles it once, as the origin answered: a commit is the origin
+// storing it (a 2xx), a release the origin refusing it; a remove is the origin
+// deleting the object. So a dedup racing a delete or a shrink is in here.
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import fc from "fast-check";
@@ -23,7 +30,7 @@ afterEach(async () => {
 /** `live`: pick among the live reservations; otherwise among every id ever used (replays, unknowns). */
 type Pick = { pick: number; live: boolean };
 type Op =
-  | { op: "reserve"; object: number; bytes: number }
+  | { op: "reserve"; object: number; bytes: number; force: boolean }
   | ({ op: "commit"; named: boolean } & Pick)
   | ({ op: "release" } & Pick)
   | { op: "remove"; object: number; replay: number | null }
@@ -40,6 +47,8 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
       object: fc.nat(OBJECTS - 1),
       // A few sizes repeat often, so same-size overwrites (dedup) happen.
       bytes: fc.oneof(fc.constantFrom(0, 100, 250), fc.integer({ min: 0, max: 400 })),
+      // Shadow mode: reserved even past the hard quota.
+      force: fc.nat(5).map((n) => n === 0),
     }),
   },
   { weight: 12, arbitrary: fc.record({ op: fc.constant("commit" as const), named: fc.boolean(), pick: fc.nat(), live: fc.boolean() }) },
@@ -70,12 +79,21 @@ interface Model {
   removeRefs: string[];
   expired: number;
   late: number;
-  /** A late commit recorded bytes without a hold: the hard-quota bound no longer applies. */
+  /** A late commit or a forced reserve recorded bytes without a hold: the hard-quota bound no longer applies. */
   pastQuota: boolean;
+  /** What the origin holds: the last upload of each object it stored, less what it deleted. */
+  origin: Map<string, number>;
+  /** Uploads forwarded and not yet settled by the edge (whatever the object holds for them). */
+  forwarded: Map<string, Upload>;
+  /** An upload the origin stored was committed without naming it after its reservation expired (the first RPC shape): not counted, by design. */
+  originLost: boolean;
+  /** Uploads the edge released (the origin refused them): the edge never commits them after. */
+  released: Set<string>;
 }
 
-function chooseId(m: Model, p: Pick): string | undefined {
-  const ids = p.live ? [...m.live.keys()] : m.ids;
+/** `live`: for commit and release, an upload the edge has not settled yet; for expire, a live reservation. */
+function chooseId(m: Model, p: Pick, among: Map<string, Upload> = m.forwarded): string | undefined {
+  const ids = p.live ? [...among.keys()] : m.ids;
   return ids[p.pick % Math.max(1, ids.length)];
 }
 
@@ -95,20 +113,24 @@ function held(m: Model, extra?: Upload): { bytes: number; objects: number } {
   return { bytes, objects };
 }
 
-function expectedReserve(m: Model, quota: QuotaLimits, u: Upload): string {
-  const inFlight = [...m.live.values()].some((l) => l.object === u.object);
-  if (m.owners.get(u.object) === u.bytes && !inFlight) return "dedup";
+function expectedReserve(m: Model, quota: QuotaLimits, u: Upload, force: boolean): string {
   const before = held(m);
   const after = held(m, u);
   const committed = { bytes: sum(m.owners.values()), objects: m.owners.size };
+  let over = "";
   for (const kind of ["bytes", "objects"] as const) {
     const hard = quota[kind]?.hard;
     const growth = after[kind] - before[kind];
-    if (hard !== undefined && growth > 0 && committed[kind] + before[kind] + growth > hard) return `exceeded:${kind}`;
+    if (hard !== undefined && growth > 0 && committed[kind] + before[kind] + growth > hard) {
+      if (!force) return `exceeded:${kind}`;
+      over = `:over:${kind}`;
+      break;
+    }
   }
-  // The answer names the upload's own growth over the stored object (what the org is asked for).
+  // Every upload not refused is recorded, a dedup too (growth 0). The answer
+  // names the upload's own growth over the stored object (what the org is asked for).
   const owned = m.owners.get(u.object);
-  return `reserved:${Math.max(0, u.bytes - (owned ?? 0))}:${owned === undefined ? 1 : 0}`;
+  return `reserved:${Math.max(0, u.bytes - (owned ?? 0))}:${owned === undefined ? 1 : 0}${over}`;
 }
 
 async function step(stub: DurableObjectStub<TenantQuota>, tenant: string, quota: QuotaLimits, m: Model, op: Op): Promise<void> {
@@ -119,11 +141,14 @@ async function step(stub: DurableObjectStub<TenantQuota>, tenant: string, quota:
       const reservationId = crypto.randomUUID();
       m.ids.push(reservationId);
       m.uploads.set(reservationId, u);
-      const expected = expectedReserve(m, quota, u);
-      const r = await stub.reserve({ tenant, ...u, quota, reservationId, nowMs });
-      const got = r.status === "exceeded" ? `exceeded:${r.kind}` : r.status === "reserved" ? `reserved:${r.growthBytes}:${r.growthObjects}` : r.status;
+      const expected = expectedReserve(m, quota, u, op.force);
+      const r = await stub.reserve({ tenant, ...u, quota, reservationId, nowMs, ...(op.force ? { force: true } : {}) });
+      const got = r.status === "exceeded" ? `exceeded:${r.kind}` : `reserved:${r.growthBytes}:${r.growthObjects}${r.exceeded ? `:over:${r.exceeded.kind}` : ""}`;
       expect(got).toBe(expected);
       if (r.status === "reserved") m.live.set(reservationId, u);
+      if (r.status === "reserved" && r.exceeded) m.pastQuota = true;
+      // Not refused: the edge forwards it.
+      if (r.status !== "exceeded") m.forwarded.set(reservationId, u);
       return;
     }
     case "commit": {
@@ -131,9 +156,18 @@ async function step(stub: DurableObjectStub<TenantQuota>, tenant: string, quota:
       if (id === undefined) return;
       const u = m.uploads.get(id);
       const named = op.named && u !== undefined;
+      // The edge settles an upload once: a named commit of one it released after its reservation expired would be a late commit of bytes the origin refused.
+      if (named && m.released.has(id) && m.settled.get(id) === "expired") return;
       const r = await stub.commit({ reservationId: id, nowMs, quota, ...(named ? u : {}) });
       const held = m.live.get(id);
       const settled = m.settled.get(id);
+      // The edge's first settle of a forwarded upload: the origin answered 2xx and stored it.
+      const stored = m.forwarded.get(id);
+      if (stored !== undefined) {
+        m.forwarded.delete(id);
+        m.origin.set(stored.object, stored.bytes);
+        if (!held && !named && settled === "expired") m.originLost = true;
+      }
       if (held || (named && settled === "expired")) {
         const upload = held ?? u!;
         const before = m.owners.get(upload.object);
@@ -157,6 +191,8 @@ async function step(stub: DurableObjectStub<TenantQuota>, tenant: string, quota:
       const id = chooseId(m, op);
       if (id === undefined) return;
       const r = await stub.release({ reservationId: id, nowMs });
+      // The origin refused the upload: it stores nothing.
+      if (m.forwarded.delete(id)) m.released.add(id);
       if (m.live.delete(id)) {
         m.settled.set(id, "released");
         expect(r.status).toBe("released");
@@ -175,6 +211,7 @@ async function step(stub: DurableObjectStub<TenantQuota>, tenant: string, quota:
         return;
       }
       m.removeRefs.push(ref);
+      m.origin.delete(object);
       const bytes = m.owners.get(object);
       if (bytes === undefined) {
         expect(r.status).toBe("unknown");
@@ -185,7 +222,7 @@ async function step(stub: DurableObjectStub<TenantQuota>, tenant: string, quota:
       return;
     }
     case "expire": {
-      const id = chooseId(m, op);
+      const id = chooseId(m, op, m.live);
       if (id !== undefined && m.live.has(id)) {
         await runInDurableObject(stub, (_, state) => {
           state.storage.sql.exec("UPDATE reservations SET expires_at = ? WHERE id = ?", nowMs - 1, id);
@@ -211,6 +248,9 @@ async function step(stub: DurableObjectStub<TenantQuota>, tenant: string, quota:
       m.live.clear();
       m.removeRefs.length = 0;
       m.pastQuota = false;
+      // The tenant's data goes with it; uploads it had in flight count nothing when they land.
+      m.origin.clear();
+      m.forwarded.clear();
       return;
     }
   }
@@ -240,6 +280,7 @@ async function check(stub: DurableObjectStub<TenantQuota>, quota: QuotaLimits, m
   lastSeq.value = report.seq;
   lastSeq.state = state;
   expect(counters).toEqual(owners);
+  if (!m.originLost) expect({ bytes: counters.bytes, objects: counters.objects }, "the counters hold what the origin stores").toEqual({ bytes: sum(m.origin.values()), objects: m.origin.size });
   expect(usage.bytes).toBeGreaterThanOrEqual(0);
   expect(usage.objects).toBeGreaterThanOrEqual(0);
   if (m.pastQuota) return;
@@ -247,13 +288,27 @@ async function check(stub: DurableObjectStub<TenantQuota>, quota: QuotaLimits, m
   if (quota.objects?.hard !== undefined) expect(usage.objects + usage.reserved_objects).toBeLessThanOrEqual(quota.objects.hard);
 }
 
-it("keeps usage equal to the owner rows, never negative, never above the hard quota, under any interleaving with overwrites", async () => {
+it("keeps usage equal to the owner rows and to what the origin holds, never negative, never above the hard quota, under any interleaving with overwrites, dedups, deletes and shrinks", async () => {
   await fc.assert(
     fc.asyncProperty(quotaArb, fc.array(opArb, { minLength: 1, maxLength: 40, size: "max" }), async (quota, ops) => {
       const tenant = `prop-${crypto.randomUUID()}`;
       const stub = env.TENANT_QUOTA.get(env.TENANT_QUOTA.idFromName(tenant));
       stubs.push(stub);
-      const m: Model = { owners: new Map(), live: new Map(), settled: new Map(), uploads: new Map(), ids: [], removeRefs: [], expired: 0, late: 0, pastQuota: false };
+      const m: Model = {
+        owners: new Map(),
+        live: new Map(),
+        settled: new Map(),
+        uploads: new Map(),
+        ids: [],
+        removeRefs: [],
+        expired: 0,
+        late: 0,
+        pastQuota: false,
+        origin: new Map(),
+        forwarded: new Map(),
+        originLost: false,
+        released: new Set(),
+      };
       const lastSeq = { value: 0, state: "[[],[]]" };
       for (const op of ops) {
         await step(stub, tenant, quota, m, op);

@@ -71,11 +71,14 @@ describe("reserve and commit", () => {
     expect(r.status).toBe("reserved");
   });
 
-  it("answers dedup for an object the tenant already owns and charges nothing", async () => {
+  it("reserves nothing for an object the tenant already owns at that size (dedup), and its commit changes nothing", async () => {
     const { tenant, stub } = quotaObject("dedup");
     const quota = { bytes: { hard: 150 } };
     await store(stub, upload(tenant, "same.bin", 100, quota));
-    expect(await stub.reserve(upload(tenant, "same.bin", 100, quota))).toEqual({ status: "dedup" });
+    const again = upload(tenant, "same.bin", 100, quota);
+    expect(await stub.reserve(again)).toMatchObject({ status: "reserved", growthBytes: 0, growthObjects: 0 });
+    expect(await stub.usage()).toEqual({ bytes: 100, objects: 1, reserved_bytes: 0, reserved_objects: 0, reservations: 1 });
+    expect(await stub.commit({ reservationId: again.reservationId, nowMs: Date.now(), quota })).toMatchObject({ status: "committed", deltaBytes: 0, deltaObjects: 0 });
     expect(await stub.usage()).toEqual({ bytes: 100, objects: 1, reserved_bytes: 0, reserved_objects: 0, reservations: 0 });
     await expectCountersMatchOwners(stub);
   });

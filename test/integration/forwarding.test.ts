@@ -196,10 +196,10 @@ describe("forwarding to the origin", () => {
 });
 
 describe("the gateway's own paths", () => {
-  it("answers health with status ok", async () => {
+  it("answers health with status ok and the default origin", async () => {
     const res = await callGateway(gatewayRequest("/_tollgate/health"));
     expect(res.status).toBe(200);
-    expect(await res.json()).toEqual({ status: "ok", policy: expect.objectContaining({ on_error: "closed" }) });
+    expect(await res.json()).toEqual({ status: "ok", origins: { default: { kind: "url", usable: true } }, policy: expect.objectContaining({ on_error: "closed" }) });
   });
 
   it("says in health when the config is invalid, and refuses gateway requests with config_invalid naming the field", async () => {
