@@ -4,8 +4,11 @@
 //      when the account has none, and writes its id into wrangler.toml when
 //      the file still holds the placeholder id;
 //   3. applies the migrations to it (`wrangler d1 migrations apply DB --remote`);
-//   4. deploys (`wrangler deploy`: the Worker, its Durable Objects, the console);
-//   5. prints the Worker's URL, and the next step: the ADMIN_TOKEN secret when
+//   4. creates the alerts queue named in wrangler.toml when the account has
+//      none (`wrangler queues info`, then `wrangler queues create`): a deploy
+//      with a queue binding fails while its queue is missing;
+//   5. deploys (`wrangler deploy`: the Worker, its Durable Objects, the console);
+//   6. prints the Worker's URL, and the next step: the ADMIN_TOKEN secret when
 //      it is not set yet, then a health check to run.
 // `--dry-run` touches no account: it says what it would do and builds the
 // bundle with `wrangler deploy --dry-run` (CI runs it on every submission).
@@ -58,6 +61,7 @@ if (dryRun) {
   console.log(`  - check the login (wrangler whoami)`);
   console.log(`  - ${d1.id === null || d1.id === PLACEHOLDER_ID ? `find or create the D1 database "${d1.name}" and write its id into wrangler.toml` : `use the D1 database ${d1.id} named in wrangler.toml`}`);
   console.log(`  - apply the migrations in migrations/ to it (remote)`);
+  console.log(`  - create the alerts queue named in wrangler.toml if the account has none`);
   console.log(`  - wrangler deploy, then print the URL and the next step`);
   step(1, "Building the bundle (wrangler deploy --dry-run)");
   const outdir = mkdtempSync(join(tmpdir(), "tollgate-deploy-"));
@@ -116,12 +120,22 @@ step(3, "Applying the migrations");
 const migrated = wrangler(["d1", "migrations", "apply", "DB", "--remote"], { show: true, input: "y\n" });
 if (!migrated.ok) fail("the migrations did not apply (wrangler's output is above); nothing was deployed.");
 
-step(4, "Deploying");
+const queueName = /\[\[queues\.producers\]\][^[]*?queue\s*=\s*"([^"]+)"/.exec(toml)?.[1] ?? null;
+if (queueName !== null) {
+  step(4, `The alerts queue "${queueName}"`);
+  if (wrangler(["queues", "info", queueName]).ok) console.log("   found");
+  else {
+    const made = wrangler(["queues", "create", queueName], { show: true });
+    if (!made.ok) fail(`wrangler queues create ${queueName} failed (its output is above); nothing was deployed.`);
+  }
+}
+
+step(5, "Deploying");
 const deployed = wrangler(["deploy"], { show: true });
 if (!deployed.ok) fail("wrangler deploy failed (its output is above).");
 const url = /https:\/\/[^\s]+\.workers\.dev/.exec(deployed.stdout + deployed.stderr)?.[0] ?? null;
 
-step(5, "Next");
+step(6, "Next");
 const secrets = wrangler(["secret", "list", "--format", "json"]);
 let hasAdminToken = false;
 try {

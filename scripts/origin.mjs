@@ -31,6 +31,13 @@
 //   GET /__origin/jwks/<name>              the set, or 404 before any PUT
 //   GET /__origin/jwks-redirect/<name>     302 to /__origin/jwks/<name> (JWKS fetches must not follow it)
 //
+// A webhook receiver for the alert tests (answered by the origin itself, not recorded):
+//   POST /__origin/webhook/<name>?statuses=500,200   records the delivery (headers and body
+//                                          text) and answers the next status of the list the first
+//                                          request to <name> gave (then 200 once it runs out)
+//   GET /__origin/webhook/<name>           the deliveries received, oldest first, each with the
+//                                          status it was answered
+//
 // WebSockets: every `Upgrade: websocket` request, on any path, is an echo with
 // test controls (scripts/origin-ws.mjs), recorded like the rest.
 import { createHash } from "node:crypto";
@@ -44,9 +51,35 @@ const MAX_JWKS_NAMES = 1000;
 const MAX_JWKS_BODY_BYTES = 256 * 1024;
 const JWKS_PATH = /^\/__origin\/jwks\/([A-Za-z0-9._-]{1,128})$/;
 const JWKS_REDIRECT_PATH = /^\/__origin\/jwks-redirect\/([A-Za-z0-9._-]{1,128})$/;
+const WEBHOOK_PATH = /^\/__origin\/webhook\/([A-Za-z0-9._-]{1,128})$/;
+const MAX_WEBHOOK_NAMES = 1000;
 const MAX_SSE_EVENTS = 100_000;
 const MAX_SSE_INTERVAL_MS = 1000;
 const MAX_PAD_BYTES = 8 * 1024 * 1024;
+
+function serveWebhook(webhooks, name, url, req, res) {
+  if (req.method === "GET") {
+    res.writeHead(200, { "content-type": "application/json" });
+    res.end(JSON.stringify(webhooks.get(name)?.received ?? []));
+    return;
+  }
+  let hook = webhooks.get(name);
+  if (hook === undefined) {
+    if (webhooks.size >= MAX_WEBHOOK_NAMES) webhooks.delete(webhooks.keys().next().value);
+    const statuses = (url.searchParams.get("statuses") ?? "").split(",").filter(Boolean).map((s) => Number(s) || 200);
+    hook = { statuses, received: [] };
+    webhooks.set(name, hook);
+  }
+  const chunks = [];
+  req.on("data", (chunk) => chunks.push(chunk));
+  req.on("error", () => {});
+  req.on("end", () => {
+    const status = hook.statuses.shift() ?? 200;
+    hook.received.push({ headers: req.headers, body: Buffer.concat(chunks).toString("utf8"), status });
+    res.writeHead(status, { "content-type": "text/plain" });
+    res.end(String(status));
+  });
+}
 
 export function startOrigin({ port = 0, host = "127.0.0.1" } = {}) {
   const recorded = [];
@@ -56,6 +89,7 @@ export function startOrigin({ port = 0, host = "127.0.0.1" } = {}) {
     if (recorded.length > MAX_RECORDED) recorded.shift();
   };
   const wsOrigin = createWsOrigin(record);
+  const webhooks = new Map();
   const server = createServer((req, res) => {
     const url = new URL(req.url ?? "/", "http://origin.invalid");
     const redirectName = JWKS_REDIRECT_PATH.exec(url.pathname)?.[1];
@@ -67,6 +101,11 @@ export function startOrigin({ port = 0, host = "127.0.0.1" } = {}) {
     const jwksName = JWKS_PATH.exec(url.pathname)?.[1];
     if (jwksName !== undefined) {
       serveJwks(jwks, jwksName, url, req, res);
+      return;
+    }
+    const webhookName = WEBHOOK_PATH.exec(url.pathname)?.[1];
+    if (webhookName !== undefined) {
+      serveWebhook(webhooks, webhookName, url, req, res);
       return;
     }
     if (url.pathname === "/__origin/requests") {

@@ -23,7 +23,7 @@ function createControlApp(): Hono<AdminEnv> {
     c.set("runtime", runtimeFor(c.env));
     await next();
   });
-  app.get(HEALTH_PATH, (c) => c.json(healthOf(c.get("runtime")), 200, { "cache-control": "no-store" }));
+  app.get(HEALTH_PATH, (c) => c.json(healthOf(c.get("runtime"), c.env), 200, { "cache-control": "no-store" }));
   app.route(ADMIN_BASE, createAdminApp());
   app.route(CONSOLE_BASE, createConsoleApp());
   app.all("*", () => problem("not_found", { detail: "No such gateway path." }));

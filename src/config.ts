@@ -66,6 +66,26 @@ export const MAX_LIST_ENTRIES = 1000;
 export const MAX_STREAM_RENT_PERIOD_S = 24 * 3600;
 /** A stream holds two sockets and a timer; an isolate (128 MB) could not hold many more in all. */
 export const MAX_STREAMS_PER_CREDENTIAL = 10_000;
+/** Traffic rollups (GET /traffic): counted by default, kept a week. */
+export const DEFAULT_TRAFFIC_ENABLED = true;
+export const DEFAULT_TRAFFIC_RETENTION_DAYS = 7;
+export const MAX_TRAFFIC_RETENTION_DAYS = 90;
+/** The first retry of an alert waits this long; each next one twice as long, at most an hour. */
+export const DEFAULT_ALERT_RETRY_BASE_S = 30;
+
+/** Null when `value` may receive alerts: https, or http to a loopback host (development); never credentials or a fragment. */
+export function webhookUrlError(value: string): string | null {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    return "not a URL";
+  }
+  if (url.username !== "" || url.password !== "" || url.hash !== "") return "credentials or fragment";
+  if (url.protocol === "https:") return null;
+  const loopback = url.hostname === "localhost" || url.hostname === "[::1]" || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(url.hostname);
+  return url.protocol === "http:" && loopback ? null : "scheme";
+}
 
 const SUBJECT_KINDS = ["key", "jwt", "tenant", "ip", "anonymous", "admin"] as const satisfies readonly SubjectKind[];
 const CATEGORY_NAME = /^[a-z][a-z0-9_]{0,31}$/;
@@ -169,6 +189,24 @@ export const configSchema = z.strictObject({
       per_credential: boundedInt(MAX_STREAMS_PER_CREDENTIAL).default(DEFAULT_STREAMS_PER_CREDENTIAL),
     })
     .default({ rent_period_s: DEFAULT_STREAM_RENT_PERIOD_S, per_credential: DEFAULT_STREAMS_PER_CREDENTIAL }),
+  // Traffic rollups: counts per minute, tenant and decision, flushed with metering.
+  traffic: z
+    .strictObject({
+      enabled: z.boolean().default(DEFAULT_TRAFFIC_ENABLED),
+      retention_days: z.number().int("must be a whole number of days").min(1, "must be >= 1").max(MAX_TRAFFIC_RETENTION_DAYS, `must be <= ${MAX_TRAFFIC_RETENTION_DAYS}`).default(DEFAULT_TRAFFIC_RETENTION_DAYS),
+    })
+    .default({ enabled: DEFAULT_TRAFFIC_ENABLED, retention_days: DEFAULT_TRAFFIC_RETENTION_DAYS }),
+  // Alerts to a webhook through the ALERTS queue; nothing is queued without webhook_url.
+  alerts: z
+    .strictObject({
+      webhook_url: z
+        .string()
+        .max(2048, "must be at most 2048 characters")
+        .refine((value) => webhookUrlError(value) === null, { message: "must be an https:// URL (http:// only to a loopback address, for development), without credentials or a fragment" })
+        .optional(),
+      retry_base_s: z.number().int("must be a whole number of seconds").min(1, "must be >= 1").max(3600, "must be <= 3600").default(DEFAULT_ALERT_RETRY_BASE_S),
+    })
+    .default({ retry_base_s: DEFAULT_ALERT_RETRY_BASE_S }),
   // Named origins a route may send to (`origin` on the route); ORIGIN_URL stays the default.
   origins: z
     .record(
@@ -217,8 +255,16 @@ export interface Config {
   readonly blockedCountries: ReadonlySet<string>;
   /** WebSocket streams (DESIGN §13): the rent period and the open streams one credential may hold per isolate. */
   readonly streams: { readonly rentPeriodMs: number; readonly perCredential: number };
+  /** Traffic rollups: whether requests are counted, and how long D1 keeps the minutes. */
+  readonly traffic: { readonly enabled: boolean; readonly retentionMs: number };
+  /** Where alerts go (the ALERTS queue delivers them), or null: nothing is queued. */
+  readonly alertWebhookUrl: string | null;
+  /** Seconds before an alert's first retry (then doubling, at most an hour). */
+  readonly alertRetryBaseS: number;
   /** Named origins: a base URL or a service binding (checked against the Worker's bindings by the runtime). */
   readonly origins: Readonly<Record<string, OriginSpec>>;
+  /** Each route as `METHOD /path` (`* /path` for any method), by route index: the Analytics Engine's route blob. */
+  readonly routePatterns: readonly string[];
   /** Each route's `origin` by route index; null where a route uses the default (ORIGIN_URL). */
   readonly routeOrigins: readonly (string | null)[];
 }
@@ -317,6 +363,10 @@ export function parseConfig(raw: unknown): ConfigResult {
       streams: { rentPeriodMs: c.streams.rent_period_s * 1000, perCredential: c.streams.per_credential },
       origins,
       routeOrigins,
+      routePatterns: (c.routes as { method?: string; path: string }[]).map((route) => `${route.method?.toUpperCase() ?? "*"} ${route.path}`),
+      traffic: { enabled: c.traffic.enabled, retentionMs: c.traffic.retention_days * 86_400_000 },
+      alertWebhookUrl: c.alerts.webhook_url ?? null,
+      alertRetryBaseS: c.alerts.retry_base_s,
     },
   };
 }

@@ -115,6 +115,8 @@ export class Exchange {
   readonly declaredBytes: number | null;
   /** A global limit's ledger could not answer and `global.on_error` decided instead (the request log says so). */
   ledgerError = false;
+  /** The id of the operator's block that refused this request (a `block.hit` alert names it), or null. */
+  blockId: number | null = null;
 
   constructor(request: Request, env: Bindings, ctx: Background | null, runtime: Runtime, config: Config, path: string, search: string, declaredBytes: number | null, nowMs: number) {
     this.request = request;

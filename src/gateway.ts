@@ -107,7 +107,7 @@ export function compileGateway(runtime: Runtime): GatewayHandler {
     const out = withHeaders(response, extraHeaders(x, null));
     const nowMs = runtime.now();
     if (config!.requestLog) log.raw(requestLogLine(x, out.status, declaredLength(out.headers), nowMs));
-    flushUsage(x, nowMs, config!.usageFlushIntervalMs);
+    flushUsage(x, nowMs, config!.usageFlushIntervalMs, out.status, declaredLength(out.headers));
     return out;
   }
 

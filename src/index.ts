@@ -1,4 +1,5 @@
 // The Worker's default export and the Durable Object export, nothing else.
+import { deliverAlerts } from "./alerts/deliver";
 import { createWorker } from "./app";
 
 export { LimitLedger } from "./durable/limit-ledger";
@@ -9,4 +10,6 @@ const worker = createWorker();
 
 export default {
   fetch: (request, env, ctx) => worker.fetch(request, env, ctx),
+  // The ALERTS queue's consumer: webhook deliveries (src/alerts/deliver.ts).
+  queue: (batch, env, _ctx) => deliverAlerts(batch, env),
 } satisfies ExportedHandler<Env>;

@@ -19,6 +19,8 @@ import { GlobalLeases } from "./limits/global-leases";
 import { InFlightTable } from "./limits/in-flight";
 import { StreamTable } from "./limits/streams";
 import { UsageMeter } from "./db/usage-meter";
+import { TrafficRecorder } from "./db/traffic-recorder";
+import { AlertOnce } from "./alerts/raise";
 import { UsageTracker } from "./identity/usage-tracker";
 import { compileJwtConfig, type JwtVerifier } from "./identity/jwt-verifier";
 import { log } from "./log/logger";
@@ -58,6 +60,10 @@ export interface Runtime {
   readonly keyUsage: UsageTracker;
   /** Monthly metering per tenant waiting to be written to D1; bounded by usage.max_pending. */
   readonly meter: UsageMeter;
+  /** Requests per minute, tenant and decision, and the callers refused most, waiting to be written to D1. */
+  readonly traffic: TrafficRecorder;
+  /** Alerts raised lately by this isolate (one `block.hit` per block per hour, one `ledger.unavailable` a minute). */
+  readonly alertOnce: AlertOnce;
   /** JWT verification (DESIGN §12): its key sets and verified tokens; null when no issuer is configured. */
   readonly jwt: JwtVerifier | null;
   /** The clock every decision reads (Unix ms). Date.now() unless a test gives its own. */
@@ -126,6 +132,8 @@ export function compileRuntime(env: Bindings, options: RuntimeOptions = {}): Run
     tenants: new TenantCache(adminConfig),
     keyUsage: new UsageTracker(),
     meter: new UsageMeter(),
+    traffic: new TrafficRecorder(),
+    alertOnce: new AlertOnce(),
     jwt:
       config?.jwt == null
         ? null
@@ -155,7 +163,7 @@ export function runtimeFor(env: Bindings): Runtime {
 }
 
 /** What /_tollgate/health reports beyond `status`: an invalid config, a bad ORIGIN_URL, a disabled admin API, the caller policy's state. */
-export function healthOf(runtime: Runtime): Record<string, unknown> {
+export function healthOf(runtime: Runtime, env: Bindings): Record<string, unknown> {
   const out: Record<string, unknown> = { status: "ok" };
   const fault = configFault(runtime);
   if (fault !== null) {
@@ -163,6 +171,11 @@ export function healthOf(runtime: Runtime): Record<string, unknown> {
     out.error = { field: fault.field, message: fault.message };
   }
   if (runtime.upstreams?.ok === true) out.origins = runtime.upstreams.upstreams.health;
+  const webhook = runtime.config?.alertWebhookUrl ?? null;
+  if (webhook !== null) {
+    const secret = configuredToken((env as { ALERT_SECRET?: unknown }).ALERT_SECRET);
+    out.alerts = secret !== null ? { status: "ok" } : { status: "misconfigured", reason: "alerts.webhook_url is set but the ALERT_SECRET secret is not: alerts are queued and not sent until it is" };
+  }
   if (!runtime.adminTokens.enabled) out.admin = { status: "disabled", reason: runtime.adminTokens.reason };
   // This isolate's caller policy: whether blocks are enforced from a loaded snapshot, a kept one, or not at all.
   const policy = runtime.policy.health();

@@ -23,7 +23,8 @@ export function uniqueIp(): string {
   return `10.${(n >> 16) & 255}.${(n >> 8) & 255}.${n & 255}`;
 }
 
-export type EnvOverrides = Partial<Record<keyof Env | "ADMIN_TOKEN" | "AUDITOR_TOKEN", unknown>>;
+// ANALYTICS and ALERT_SECRET are optional bindings wrangler.toml does not name, so `wrangler types` leaves them out of Env.
+export type EnvOverrides = Partial<Record<keyof Env | "ADMIN_TOKEN" | "AUDITOR_TOKEN" | "ANALYTICS" | "ALERT_SECRET", unknown>>;
 
 /**
  * Call the Worker's default export directly, with env overrides (a TOLLGATE

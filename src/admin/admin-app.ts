@@ -17,6 +17,7 @@ import { registerOverrideRoutes } from "./overrides";
 import { registerReconcileRoutes } from "./reconcile";
 import { StorageUnavailable, storageUnavailable } from "./storage";
 import { registerTenantRoutes } from "./tenants";
+import { registerAlertRoutes, registerTrafficRoutes } from "./traffic";
 import { registerUsageRoutes } from "./usage";
 
 export function createAdminApp(): Hono<AdminEnv> {
@@ -32,6 +33,8 @@ export function createAdminApp(): Hono<AdminEnv> {
   registerReconcileRoutes(admin);
   registerExportRoutes(admin);
   registerAuditRoutes(admin);
+  registerTrafficRoutes(admin);
+  registerAlertRoutes(admin);
   registerOpenApiRoute(admin);
   admin.all("*", () => problem("not_found", { detail: "No such admin path or method." }));
   admin.onError((err) => {

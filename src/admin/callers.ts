@@ -90,7 +90,10 @@ interface Resolved {
 async function resolve(c: Ctx, raw: string | undefined, nowMs: number): Promise<{ ok: true; value: Resolved } | { ok: false; response: Response }> {
   let callerKey: string = ANONYMOUS;
   if (raw !== ANONYMOUS) {
-    const parsed = parseCallerKey(raw, "caller_key", ["ip", "key", "jwt", "tenant"]);
+    // A refused address appears in the traffic lists as its keyed digest (`hmac:<hex>`); this isolate remembers the digests it wrote.
+    const digested = typeof raw === "string" && /^hmac:[0-9a-f]{64}$/.test(raw) ? c.get("runtime").traffic.callerOf(raw) : undefined;
+    if (digested === null) return { ok: false, response: problem("not_found", { detail: "This digest names no caller this isolate counted recently: explain it by its address (ip:<address>) or try again from the console's traffic view." }) };
+    const parsed = parseCallerKey(digested ?? raw, "caller_key", ["ip", "key", "jwt", "tenant"]);
     if (!parsed.ok) return parsed;
     callerKey = parsed.value;
   }

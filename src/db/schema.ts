@@ -159,3 +159,75 @@ export const settings = sqliteTable("settings", {
   value: text("value").notNull(),
   createdAt: integer("created_at").notNull(),
 });
+
+/**
+ * Requests per UTC minute, tenant (`anonymous` for none) and decision
+ * (`admitted`, `exempt`, a refusal's code, `shadow:<code>`), summed over
+ * isolates: each isolate's flush ADDS its counts (an upsert), so two
+ * isolates flushing the same minute never overwrite each other. Kept
+ * `traffic.retention_days`, pruned lazily by the flushes.
+ */
+export const trafficMinutely = sqliteTable(
+  "traffic_minutely",
+  {
+    minuteMs: integer("minute_ms").notNull(),
+    tenant: text("tenant").notNull(),
+    decision: text("decision").notNull(),
+    count: integer("count").notNull().default(0),
+  },
+  (t) => [primaryKey({ columns: [t.minuteMs, t.tenant, t.decision] }), index("traffic_minutely_tenant_idx").on(t.tenant, t.minuteMs)],
+);
+
+/**
+ * The callers refused most, per UTC minute: each isolate flushes the top of
+ * its heavy-hitter sketch, and the counts add. `caller` is an explain-able
+ * id (`key:<id>`, `jwt:<hex>`, `tenant:<slug>`, or `hmac:<hex>` for an
+ * address): never a raw address. `error` is the sketch's possible overcount.
+ */
+export const trafficRefused = sqliteTable(
+  "traffic_refused",
+  {
+    minuteMs: integer("minute_ms").notNull(),
+    caller: text("caller").notNull(),
+    tenant: text("tenant"),
+    count: integer("count").notNull().default(0),
+    error: integer("error").notNull().default(0),
+  },
+  (t) => [primaryKey({ columns: [t.minuteMs, t.caller] })],
+);
+
+/**
+ * Alerts sent to `alerts.webhook_url` through the ALERTS queue, one row per
+ * alert id, with its delivery state: `pending` (queued or being retried),
+ * `delivered`, `failed` (the webhook refused it: a 4xx other than 408/429)
+ * or `expired` (still failing 24 h after it was raised).
+ */
+export const alerts = sqliteTable(
+  "alerts",
+  {
+    id: text("id").primaryKey(),
+    type: text("type").notNull(),
+    atMs: integer("at_ms").notNull(),
+    tenant: text("tenant"),
+    state: text("state").notNull(),
+    attempts: integer("attempts").notNull().default(0),
+    lastStatus: integer("last_status"),
+    /** The body sent, JSON: what the webhook received. */
+    body: text("body").notNull(),
+    updatedAt: integer("updated_at").notNull(),
+  },
+  (t) => [index("alerts_at_idx").on(t.atMs)],
+);
+
+/** Every delivery attempt of an alert: when, and what came of it (`delivered`, `http_<status>`, `timeout`, `unreachable`). */
+export const alertAttempts = sqliteTable(
+  "alert_attempts",
+  {
+    alertId: text("alert_id").notNull(),
+    attempt: integer("attempt").notNull(),
+    atMs: integer("at_ms").notNull(),
+    outcome: text("outcome").notNull(),
+    status: integer("status"),
+  },
+  (t) => [primaryKey({ columns: [t.alertId, t.attempt] })],
+);

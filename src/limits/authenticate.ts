@@ -67,7 +67,9 @@ export function authenticate(options: AuthenticateOptions): Check {
         const snapshot = policyOf(x, policy, nowMs);
         const set = (s: PolicySnapshot): CheckResult => {
           // A blocked tenant is known only once its key is (DESIGN §15): refused here, before any charge.
-          if (s.blockOf(`tenant:${record.tenant.slug}`, nowMs) !== null) {
+          const tenantBlock = s.blockOf(`tenant:${record.tenant.slug}`, nowMs);
+          if (tenantBlock !== null) {
+            x.blockId = tenantBlock.id;
             const blocked = x.refuse("blocked", blockedResponse());
             if (blocked !== null) return blocked;
           }
@@ -91,7 +93,9 @@ export function authenticate(options: AuthenticateOptions): Check {
         const snapshot = policyOf(x, policy, nowMs);
         const set = (s: PolicySnapshot): CheckResult => {
           // JWT callers and their tenants are known only now (DESIGN §15): a block applies here, before any charge.
-          if (s.blockOf(callerKey, nowMs) !== null || (tenant !== null && s.blockOf(`tenant:${tenant.slug}`, nowMs) !== null)) {
+          const block = s.blockOf(callerKey, nowMs) ?? (tenant === null ? null : s.blockOf(`tenant:${tenant.slug}`, nowMs));
+          if (block !== null) {
+            x.blockId = block.id;
             const blocked = x.refuse("blocked", blockedResponse());
             if (blocked !== null) return blocked;
           }

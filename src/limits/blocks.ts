@@ -62,7 +62,9 @@ function blockedBy(x: Exchange, snapshot: PolicySnapshot): CheckResult {
     const key = credential === null ? null : parseApiKey(credential);
     if (key !== null) blocked = snapshot.blockOf(`key:${key.id}`, nowMs);
   }
-  return blocked === null ? null : x.refuse("blocked", blockedResponse());
+  if (blocked === null) return null;
+  x.blockId = blocked.id;
+  return x.refuse("blocked", blockedResponse());
 }
 
 /**

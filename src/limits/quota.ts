@@ -23,6 +23,7 @@ import type { AuditDue, QuotaWarning } from "../durable/quota-types";
 import { problem } from "../errors";
 import { errorName, log } from "../log/logger";
 import { keepAlive } from "../utils/wait-until";
+import { alertAbout } from "../alerts/raise";
 import type { Check } from "./check";
 
 /** Seconds a client is told to wait when the quota object cannot answer. */
@@ -55,6 +56,18 @@ function rawObjectName(x: Exchange): string {
 /** Writes a quota audit event the objects handed out, in the background. */
 function recordQuotaAudit(x: Exchange, audit: AuditDue | null): void {
   if (audit === null) return;
+  // The quota objects hand out one event per quota and audit window: the alert follows it.
+  alertAbout(
+    x,
+    {
+      type: audit.kind === "quota_hard_exceeded" ? "quota.hard_exceeded" : "quota.soft_exceeded",
+      tenant: audit.tenant,
+      ...(audit.org === undefined ? {} : { org: audit.org }),
+      data: { quota_kind: audit.quotaKind, usage: audit.usage, limit: audit.limit, ...(audit.requested === undefined ? {} : { requested: audit.requested }) },
+    },
+    Date.now(),
+    false,
+  );
   const env = x.env;
   keepAlive(
     x.ctx,

@@ -30,6 +30,9 @@ import type { CostResult } from "../proxy/response-cost-result";
 import { type QuotaSettled, settleQuota } from "./quota";
 import { settleResponseCharge } from "./response-charge";
 import { tooLargeResponse } from "./size";
+import { countTraffic, trafficFlushOptions } from "./traffic";
+import { writeAnalytics } from "./analytics";
+import { raiseRequestAlerts } from "../alerts/raise";
 
 /**
  * A response body of at most this many bytes, declared in Content-Length,
@@ -201,18 +204,24 @@ class Settlement {
       if (bytesIn > 0) x.runtime.meter.add(tenant.slug, "bytes_in", bytesIn, nowMs, options.usageMaxPending);
     }
     if (options.requestLog) log.raw(requestLogLine(x, status, bytesOut, nowMs));
-    flushUsage(x, nowMs, options.usageFlushIntervalMs);
+    flushUsage(x, nowMs, options.usageFlushIntervalMs, status, bytesOut);
   }
 }
 
-/** Starts the background flushes of key usage and metering when they are due (on most requests neither is: nothing is allocated). */
-export function flushUsage(x: Exchange, nowMs: number, intervalMs: number): void {
-  const { keyUsage, meter } = x.runtime;
-  if (!keyUsage.flushDue(nowMs) && !meter.flushDue(nowMs, intervalMs)) return;
+/** Counts the request (traffic, Analytics Engine) and starts the background flushes of key usage, metering and traffic when they are due (on most requests neither is: nothing is allocated). */
+export function flushUsage(x: Exchange, nowMs: number, intervalMs: number, status: number, bytesOut: number | null): void {
+  const { keyUsage, meter, traffic } = x.runtime;
+  // Every request ends here exactly once (a gateway answer, a settled forward, a stream's end): its traffic count and data point too.
+  if (x.config.traffic.enabled) countTraffic(x, nowMs);
+  writeAnalytics(x, status, bytesOut, nowMs);
+  raiseRequestAlerts(x, nowMs);
+  const trafficDue = traffic.flushDue(nowMs, intervalMs);
+  if (!keyUsage.flushDue(nowMs) && !meter.flushDue(nowMs, intervalMs) && !trafficDue) return;
   const db = () => database(x.env.DB);
   const later = (work: Promise<unknown>) => keepAlive(x.ctx, work);
   keyUsage.maybeFlush(db, nowMs, intervalMs, later);
   meter.maybeFlush(db, nowMs, intervalMs, later);
+  if (trafficDue) traffic.maybeFlush(db, nowMs, intervalMs, trafficFlushOptions(x), later);
 }
 
 const NO_HEADERS: readonly Header[] = Object.freeze([]);

@@ -63,7 +63,7 @@ async function open(x: Exchange, target: string, headers: Headers, options: Stre
     }
     const nowMs = x.runtime.now();
     if (options.requestLog) log.raw(requestLogLine(x, answer.status, declaredLength(answer.headers), nowMs));
-    flushUsage(x, nowMs, options.usageFlushIntervalMs);
+    flushUsage(x, nowMs, options.usageFlushIntervalMs, answer.status, declaredLength(answer.headers));
     return answer;
   }
   const pair = new WebSocketPair();

@@ -182,7 +182,8 @@ export class StreamSession {
     if (options.requestLog) {
       log.raw(streamLogLine(x, { endedBy, closeCode, messagesIn: this.#messagesIn, messagesOut: this.#messagesOut, rentPeriods: this.#rentPeriods }, nowMs));
     }
-    flushUsage(x, nowMs, options.usageFlushIntervalMs);
+    // A stream's data point: status 101, and no body bytes (its messages are counted in the log line).
+    flushUsage(x, nowMs, options.usageFlushIntervalMs, 101, null);
   }
 
   // stream_seconds so far: whole seconds at each rent period (so a long

@@ -12,6 +12,7 @@ import { database } from "../db/client";
 import { auditSubject } from "../identity/audit-subject";
 import { errorName, log } from "../log/logger";
 import { keepAlive } from "../utils/wait-until";
+import { alertAbout } from "../alerts/raise";
 
 export function noteRefusal(
   x: Exchange,
@@ -25,6 +26,9 @@ export function noteRefusal(
   const event = counter.record(subject, category, nowMs, config.auditThresholdRejections, config.auditWindowMs);
   if (event === null) return;
   const tenant = x.tenant?.slug ?? null;
+  if (kind === "rate_limit_sustained") {
+    alertAbout(x, { type: "rate_limit.sustained", ...(tenant === null ? {} : { tenant }), data: { category: event.category, count: event.count, window_s: config.auditWindowMs / 1000 } }, nowMs, true);
+  }
   const runtime = x.runtime;
   const env = x.env;
   keepAlive(

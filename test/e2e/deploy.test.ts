@@ -25,6 +25,8 @@ if (cmd === "whoami") { console.log(state.loggedIn ? "You are logged in with an 
 if (cmd.startsWith("d1 list")) { console.log(JSON.stringify(state.databases)); process.exit(0); }
 if (cmd.startsWith("d1 create")) { console.log('[[d1_databases]]\\nbinding = "DB"\\ndatabase_name = "tollgate"\\ndatabase_id = "${NEW_ID}"'); process.exit(0); }
 if (cmd.startsWith("d1 migrations apply")) { console.log(state.migrationsFail ? "migration failed" : "Migrations applied"); process.exit(state.migrationsFail ? 1 : 0); }
+if (cmd.startsWith("queues info")) { process.exit(state.queueExists ? 0 : 1); }
+if (cmd.startsWith("queues create")) { console.log("Created queue"); process.exit(0); }
 if (cmd === "deploy") { console.log("Uploaded tollgate\\nDeployed tollgate triggers\\n  https://tollgate.example-account.workers.dev"); process.exit(0); }
 if (cmd.startsWith("secret list")) { console.log(JSON.stringify(state.secrets)); process.exit(0); }
 console.error("unexpected: " + args.join(" ")); process.exit(3);
@@ -42,7 +44,7 @@ afterEach(() => {
   for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
 });
 
-function deploy(state: { loggedIn: boolean; databases: { name: string; uuid: string }[]; secrets: { name: string }[]; migrationsFail?: boolean }, toml = readFileSync(join(ROOT, "wrangler.toml"), "utf8")): Run {
+function deploy(state: { loggedIn: boolean; databases: { name: string; uuid: string }[]; secrets: { name: string }[]; migrationsFail?: boolean; queueExists?: boolean }, toml = readFileSync(join(ROOT, "wrangler.toml"), "utf8")): Run {
   const dir = mkdtempSync(join(tmpdir(), "tollgate-deploy-test-"));
   dirs.push(dir);
   const fake = join(dir, "wrangler");
@@ -62,10 +64,11 @@ function deploy(state: { loggedIn: boolean; databases: { name: string; uuid: str
 }
 
 describe("npm run deploy", () => {
-  it("on a fresh account creates the database, writes its id, migrates, deploys and prints the URL and the next step, in that order", () => {
+  it("on a fresh account creates the database, writes its id, migrates, creates the alerts queue, deploys and prints the URL and the next step, in that order", () => {
     const run = deploy({ loggedIn: true, databases: [], secrets: [] });
     expect(run.status).toBe(0);
-    expect(run.calls.map((c) => c.slice(0, 2).join(" "))).toEqual(["whoami", "d1 list", "d1 create", "d1 migrations", "deploy", "secret list"]);
+    expect(run.calls.map((c) => c.slice(0, 2).join(" "))).toEqual(["whoami", "d1 list", "d1 create", "d1 migrations", "queues info", "queues create", "deploy", "secret list"]);
+    expect(run.calls[5]).toEqual(["queues", "create", "tollgate-alerts"]);
     expect(run.calls[2]).toEqual(["d1", "create", "tollgate"]);
     expect(run.calls[3]).toEqual(["d1", "migrations", "apply", "DB", "--remote"]);
     expect(run.toml).toContain(`database_id = "${NEW_ID}"`);
@@ -76,7 +79,7 @@ describe("npm run deploy", () => {
 
   it("uses the account's database when it exists, and does not ask for ADMIN_TOKEN once it is set", () => {
     const existing = "aaaaaaaa-bbbb-4ccc-8ddd-eeeeeeeeeeee";
-    const run = deploy({ loggedIn: true, databases: [{ name: "other", uuid: NEW_ID }, { name: "tollgate", uuid: existing }], secrets: [{ name: "ADMIN_TOKEN" }] });
+    const run = deploy({ loggedIn: true, databases: [{ name: "other", uuid: NEW_ID }, { name: "tollgate", uuid: existing }], secrets: [{ name: "ADMIN_TOKEN" }], queueExists: true });
     expect(run.status).toBe(0);
     expect(run.calls.some((c) => c[1] === "create")).toBe(false);
     expect(run.toml).toContain(`database_id = "${existing}"`);

@@ -170,6 +170,9 @@ describe("the OpenAPI document", () => {
         "/tenants/{tenant}/usage",
         "/usage/export",
         "/usage/reconcile",
+        "/traffic",
+        "/traffic/top-refused",
+        "/alerts",
       ]),
     );
     expect(Object.keys(doc.paths["/blocks"] ?? {})).toEqual(expect.arrayContaining(["get", "post"]));

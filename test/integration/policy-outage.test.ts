@@ -2,6 +2,7 @@
 // from the last load with no time limit, and an isolate that never loaded it
 // follows `policy_on_error` ("closed": 503 policy_unavailable; "open":
 // forwarded without it). Health says which applies.
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { healthOf } from "../../src/runtime";
 import { callGateway, clockedGateway, gatewayRequest, originLog, problemOf, runtimeOf, unique, uniqueIp } from "../helpers";
@@ -37,12 +38,12 @@ describe("an isolate that never loaded the policy, with D1 down", () => {
     expect(JSON.stringify(body)).not.toMatch(/D1|simulated/);
     expect((await gw.call(tagged("/y", uniqueIp(), tag), { env: down })).status).toBe(503);
     expect(await originLog(tag)).toEqual([]);
-    expect(healthOf(gw.runtime)).toMatchObject({ status: "degraded", policy: { state: "failing_closed", on_error: "closed" } });
+    expect(healthOf(gw.runtime, env)).toMatchObject({ status: "degraded", policy: { state: "failing_closed", on_error: "closed" } });
 
     // Once D1 answers again (after a second of not asking), the policy loads and requests are forwarded.
     gw.clock.nowMs += 1000;
     expect((await gw.call(tagged("/x", uniqueIp(), tag))).status).toBe(200);
-    expect(healthOf(gw.runtime)).toMatchObject({ status: "ok", policy: { state: "loaded", on_error: "closed" } });
+    expect(healthOf(gw.runtime, env)).toMatchObject({ status: "ok", policy: { state: "loaded", on_error: "closed" } });
   });
 
   it("answers 503 policy_unavailable through the Worker's own entry too", async () => {
@@ -51,7 +52,7 @@ describe("an isolate that never loaded the policy, with D1 down", () => {
     const res = await callGateway(tagged("/x", uniqueIp(), tag), { TOLLGATE: config, DB: failingDb() });
     expect((await problemOf(res)).code).toBe("policy_unavailable");
     expect(await originLog(tag)).toEqual([]);
-    expect(healthOf(runtimeOf(config))).toMatchObject({ policy: { state: "failing_closed" } });
+    expect(healthOf(runtimeOf(config), env)).toMatchObject({ policy: { state: "failing_closed" } });
   });
 
   it('forwards with policy_on_error "open", and health says it fails open', async () => {
@@ -83,7 +84,7 @@ describe("an isolate that loaded the policy, with D1 down", () => {
     const gw = clockedGateway(CONFIG);
     const blockedKey = { authorization: `Bearer tg_${keyId}_${"0".repeat(32)}` };
     expect((await gw.call(gatewayRequest("/x", { ip: blockedIp }))).status).toBe(403);
-    expect(healthOf(gw.runtime)).toMatchObject({ status: "ok", policy: { state: "loaded" } });
+    expect(healthOf(gw.runtime, env)).toMatchObject({ status: "ok", policy: { state: "loaded" } });
 
     // Past the TTL and stale_if_error_s (1 + 5 s), with every reload failing.
     const down = { DB: failingDb() };
@@ -95,7 +96,7 @@ describe("an isolate that loaded the policy, with D1 down", () => {
       expect((await problemOf(res)).code).toBe("blocked");
     }
     expect(await originLog(tag)).toEqual([]);
-    expect(healthOf(gw.runtime)).toMatchObject({ status: "ok", policy: { state: "stale", on_error: "closed" } });
+    expect(healthOf(gw.runtime, env)).toMatchObject({ status: "ok", policy: { state: "stale", on_error: "closed" } });
     expect((await gw.call(gatewayRequest("/x", { ip: uniqueIp() }), { env: down })).status).toBe(200);
 
     // An admin write makes the snapshot due for reload; with D1 down the last one still applies.

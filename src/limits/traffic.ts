@@ -1,0 +1,45 @@
+// Counting a request in the isolate's traffic rollups (GET /traffic), at its
+// end, once its decision is final: two Map updates, no allocation for an
+// admitted request. A refused one also names its caller for the heavy-hitter
+// sketch: `key:<id>`, `jwt:<hex>`, or `ip:<address or /64>` held only in
+// memory (written to D1 as a keyed digest, see src/db/traffic-recorder.ts).
+import type { Bindings, Exchange } from "../context";
+import type { Runtime } from "../runtime";
+import { database } from "../db/client";
+import type { TrafficFlushOptions } from "../db/traffic-recorder";
+import { auditSubject } from "../identity/audit-subject";
+
+/** Decisions that are the gateway's own failure or the origin's, not a refusal of the caller. */
+const NOT_REFUSALS: ReadonlySet<string> = new Set(["admitted", "exempt", "off", "origin_unreachable", "internal_error", "config_invalid"]);
+
+/** The caller id the sketch counts for a refused request, or null when the request was not refused. */
+export function refusedCallerOf(x: Exchange): string | null {
+  const decision = x.decision;
+  if (NOT_REFUSALS.has(decision) || decision.startsWith("shadow:")) return null;
+  const caller = x.caller;
+  if (caller.kind === "key") return caller.callerKey;
+  if (caller.kind === "jwt") return caller.callerKey;
+  // Anonymous, or refused before the credential step (blocked, auth failures, a bad credential): its address.
+  return x.clientKey === "unknown" ? null : `ip:${x.clientKey}`;
+}
+
+/** Counts the request in this isolate's traffic rollups. */
+export function countTraffic(x: Exchange, nowMs: number): void {
+  x.runtime.traffic.count(nowMs, x.tenant?.slug ?? null, x.decision, refusedCallerOf(x));
+}
+
+/** What a traffic flush needs: the retention, and the keyed digest of addresses (the audit subject, so GET /audit and the traffic lists name a caller alike). */
+export function trafficFlushOptionsFor(runtime: Runtime, env: Bindings, retentionMs: number): TrafficFlushOptions {
+  return {
+    retentionMs,
+    digest: async (callerKey) => {
+      const key = await runtime.keyCheck.auditKey(database(env.DB), runtime.now(), true);
+      return auditSubject(key!, callerKey);
+    },
+  };
+}
+
+/** The same, for the request that starts a flush. */
+export function trafficFlushOptions(x: Exchange): TrafficFlushOptions {
+  return trafficFlushOptionsFor(x.runtime, x.env, x.config.traffic.retentionMs);
+}
