@@ -39,7 +39,11 @@
 //                                          status it was answered
 //
 // WebSockets: every `Upgrade: websocket` request, on any path, is an echo with
-// test controls (scripts/origin-ws.mjs), recorded like the rest.
+// test controls (scripts/origin-ws.mjs), recorded like the rest, unless it carries
+//   x-origin-ignore-upgrade: 1     answer it as a plain HTTP GET instead (as most
+//                                  frameworks do): the JSON answer, with x-origin-status,
+//                                  x-origin-delay-ms, x-origin-usage-header and
+//                                  x-origin-json-usage as above
 import { createHash } from "node:crypto";
 import { createServer } from "node:http";
 import { fileURLToPath } from "node:url";
@@ -159,7 +163,8 @@ export function startOrigin({ port = 0, host = "127.0.0.1" } = {}) {
   });
   server.on("upgrade", (req, socket, head) => {
     socket.on("error", () => {});
-    if ((req.headers.upgrade ?? "").toLowerCase() === "websocket") wsOrigin.handleUpgrade(req, socket, head);
+    if (req.headers["x-origin-ignore-upgrade"] !== undefined) answerUpgradeAsHttp(req, socket, record);
+    else if ((req.headers.upgrade ?? "").toLowerCase() === "websocket") wsOrigin.handleUpgrade(req, socket, head);
     else socket.destroy();
   });
   return new Promise((resolve, reject) => {
@@ -223,6 +228,35 @@ function answer(res, status, body) {
   }
   res.writeHead(status, { "content-type": "application/json" });
   res.end(JSON.stringify(body));
+}
+
+// An upgrade answered as if `Upgrade` were not there: the JSON answer of a
+// bodyless request, written on the raw socket (node hands upgrades over before
+// any response object exists), then the connection closes.
+function answerUpgradeAsHttp(req, socket, record) {
+  const url = new URL(req.url ?? "/", "http://origin.invalid");
+  const seen = {
+    method: req.method,
+    url: req.url,
+    path: url.pathname,
+    query: url.search,
+    headers: req.headers,
+    raw_header_names: req.rawHeaders.filter((_, i) => i % 2 === 0).map((h) => h.toLowerCase()),
+    body_bytes: 0,
+    body_sha256: createHash("sha256").digest("hex"),
+    upgrade_ignored: true,
+  };
+  record(seen);
+  const status = Number(req.headers["x-origin-status"] ?? 200) || 200;
+  const delayMs = Math.min(Number(req.headers["x-origin-delay-ms"] ?? 0) || 0, MAX_DELAY_MS);
+  setTimeout(() => {
+    if (socket.destroyed) return;
+    const body = jsonAnswer(seen, req.headers);
+    const usage = req.headers["x-origin-usage-header"];
+    const usageLine = usage === undefined ? "" : `x-usage-total-tokens: ${usage}\r\n`;
+    socket.end(`HTTP/1.1 ${status} Answered\r\ncontent-type: application/json\r\nx-origin-seen: 1\r\n${usageLine}content-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`);
+    seen.response_end = "finished";
+  }, delayMs);
 }
 
 // The JSON answer: what was received, and a usage object when asked for.

@@ -96,7 +96,7 @@ async function main() {
   const { admin: token } = devTokens();
   const originUrl = `http://${HOST}:${origin.port}`;
   console.log(`• starting wrangler dev on http://${HOST}:${gatewayPort}`);
-  const wrangler = spawn(wranglerBin, ["dev", "--ip", HOST, "--port", String(gatewayPort), "--env-file", DEV_ENV_FILE, "--var", `ORIGIN_URL:${originUrl}`, "--show-interactive-dev-session=false"], {
+  const wrangler = spawn(wranglerBin, ["dev", "--ip", HOST, "--port", String(gatewayPort), "--env-file", DEV_ENV_FILE, "--var", `ORIGIN_URL:${originUrl}`, "--show-interactive-dev-session=false", "--inspector-ip", HOST], {
     cwd: root,
     stdio: ["ignore", "inherit", "inherit"],
     detached: true,
@@ -151,7 +151,11 @@ Dev tenant "dev" and a fresh dev key are ready${ok ? " (checked: the gateway ans
 Admin API and console (tokens in ${DEV_ENV_FILE}: ADMIN_TOKEN, and AUDITOR_TOKEN to read only):
 
   curl -H "Authorization: Bearer ${token}" http://${HOST}:${gatewayPort}/_tollgate/admin/v1/tenants/dev
-  open http://${HOST}:${gatewayPort}/_tollgate/console
+  console: http://${HOST}:${gatewayPort}/_tollgate/console   (open it in a browser, sign in with ADMIN_TOKEN)
+
+wrangler dev also opens workerd's debugger (the DevTools inspector) on
+${HOST}:9229 (or the next free port): only this machine can reach it, and
+whoever attaches can read the Worker's memory, tokens included.
 
 Ctrl-C stops the gateway and the origin.
 `);

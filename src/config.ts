@@ -1,7 +1,7 @@
 // The TOLLGATE var, parsed and validated (zod) once per config object by the
 // runtime (src/runtime.ts). Every field is optional; its default is a named
 // constant below. Every value is checked against what the runtime can use
-// (DESIGN §9): a config that validates works. An invalid config is not a
+//: a config that validates works. An invalid config is not a
 // crash: parseConfig returns the field and the reason (never the value: the
 // answer reaches every client), every gateway request answers 500
 // config_invalid naming the field, and /_tollgate/health says so.
@@ -10,8 +10,11 @@ import { type CidrSet, parseCidrs } from "./engine/cidr";
 import { compileLimits, type Limit, limitError, type LimitScope } from "./engine/limit";
 import type { CategoryDefaults, SubjectKind } from "./engine/resolve-limits";
 import { compileRoutes, ORIGIN_NAME, type RouteMatcher, routeSpecError } from "./engine/routes";
+import { HEADER_VERSIONS, type HeaderVersion } from "./engine/rate-limit-headers";
+import { parseStatusSet } from "./engine/status-match";
 import { type JwtConfig, jwtConfigSchema } from "./identity/jwt-config";
 import { parseResponseCharge, type ResponseCharge } from "./proxy/response-cost-spec";
+import type { RequestLogMode } from "./log/request-log-policy";
 import { DEFAULT_ORIGIN_NAME, type OriginSpec, parseOriginSpec } from "./proxy/upstream";
 
 export const DEFAULT_MODE = "enforce";
@@ -19,6 +22,8 @@ export const DEFAULT_ANONYMOUS = "allow";
 export const DEFAULT_TRUSTED_PROXIES: readonly string[] = [];
 export const DEFAULT_EXEMPT_PATHS: readonly string[] = ["/healthz", "/readyz", "/livez", "/metrics"];
 export const DEFAULT_STRIP_CREDENTIAL = false;
+/** Method-override headers (X-HTTP-Method-Override and kin) are dropped before forwarding unless this is true. */
+export const DEFAULT_FORWARD_METHOD_OVERRIDE = false;
 /** 0 = no bound. */
 export const DEFAULT_MAX_REQUEST_BYTES = 0;
 export const DEFAULT_CACHE_TTL_S = 10;
@@ -30,14 +35,26 @@ export const DEFAULT_IN_FLIGHT_BUDGET = 4096;
 export const DEFAULT_CREDENTIAL_SHARE = 0.25;
 export const DEFAULT_TENANT_SHARE = 0.5;
 export const DEFAULT_LIMITER_MAX_MEMORY_MIB = 16;
+/** Requests held at once per isolate instead of refused (a limit's delay_max_ms). */
+export const DEFAULT_LIMITER_MAX_DELAYED = 1000;
+/** A held request costs a timer and its Exchange (docs/performance.md); more than this is a queue, not a delay. */
+export const MAX_LIMITER_MAX_DELAYED = 100_000;
 export const DEFAULT_USAGE_FLUSH_INTERVAL_S = 60;
 /** Distinct keys (or tenant-month metrics) held between flushes before new ones are dropped and counted. */
 export const DEFAULT_USAGE_MAX_PENDING = 10_000;
 export const DEFAULT_RESERVATION_TTL_S = 900;
 export const DEFAULT_AUDIT_THRESHOLD_REJECTIONS = 100;
 export const DEFAULT_AUDIT_WINDOW_S = 60;
-export const DEFAULT_REQUEST_LOG = true;
-/** The scope of a limit that does not name one (DESIGN §11). */
+/** Which request-log lines are written: "all", "refusals", "sampled" or "off" (src/log/request-log-policy.ts). */
+export const DEFAULT_REQUEST_LOG: RequestLogMode = "all";
+/** With request_log "sampled": the share of admitted requests whose line is written. */
+export const DEFAULT_REQUEST_LOG_SAMPLE = 0.1;
+/** Refusal lines written one by one per isolate per second; past them, one refusals_summarised line per second. */
+export const DEFAULT_REQUEST_LOG_REFUSALS_PER_S = 50;
+export const MAX_REQUEST_LOG_REFUSALS_PER_S = 100_000;
+/** The ratelimit-headers draft the RateLimit fields follow. */
+export const DEFAULT_RATE_LIMIT_HEADERS: HeaderVersion = "draft-11";
+/** The scope of a limit that does not name one. */
 export const DEFAULT_LIMIT_SCOPE: LimitScope = "isolate";
 /** Global limits: L = max_overshoot × W, at least min_lease_ms; on_error is what happens while the ledger cannot answer. */
 export const DEFAULT_GLOBAL_MAX_OVERSHOOT = 0.02;
@@ -47,9 +64,9 @@ export const DEFAULT_GLOBAL_ON_ERROR = "local";
 export const DEFAULT_POLICY_ON_ERROR = "closed";
 /** A lease longer than a minute would make the overshoot bound meaningless for most limits. */
 export const MAX_GLOBAL_MIN_LEASE_MS = 60_000;
-/** Stream rent (DESIGN §13): one `stream_rent` unit at open and at the start of every period while a stream stays open. */
+/** Stream rent: one `stream_rent` unit at open and at the start of every period while a stream stays open. */
 export const DEFAULT_STREAM_RENT_PERIOD_S = 60;
-/** Open WebSocket streams per credential per isolate (DESIGN §13). */
+/** Open WebSocket streams per credential per isolate. */
 export const DEFAULT_STREAMS_PER_CREDENTIAL = 100;
 /** An isolate has 128 MB; the limiter table is preallocated, so its bound must leave room for the rest. */
 export const MAX_LIMITER_MEMORY_MIB = 64;
@@ -94,7 +111,7 @@ const CATEGORY_NAME = /^[a-z][a-z0-9_]{0,31}$/;
 // agree on what is valid (a count of 0 is invalid, not "deny").
 const limitSchema = z.unknown().superRefine((value, ctx) => {
   const reason = limitError(value);
-  if (reason !== null) ctx.addIssue({ code: "custom", message: reason });
+  if (reason !== null) ctx.addIssue({ code: "custom", message: reason, path: reason.startsWith("delay_max_ms ") ? ["delay_max_ms"] : [] });
 });
 const limitListSchema = z.array(limitSchema).max(3, "at most 3 limits per list");
 // The admin token's and the auth-failure gate's limits are charged before the
@@ -113,6 +130,15 @@ const categorySchema = z.strictObject({
 });
 
 const routeSchema = z.unknown().superRefine((value, ctx) => {
+  const statuses = (value as { charge_on_status?: unknown } | null)?.charge_on_status;
+  if (statuses !== undefined) {
+    // Named down to the entry at fault: routes.0.charge_on_status.1.
+    const parsed = parseStatusSet(statuses);
+    if (!parsed.ok) {
+      ctx.addIssue({ code: "custom", message: parsed.message, path: parsed.index === null ? ["charge_on_status"] : ["charge_on_status", parsed.index] });
+      return;
+    }
+  }
   const reason = routeSpecError(value);
   if (reason !== null) {
     ctx.addIssue({ code: "custom", message: reason });
@@ -138,6 +164,7 @@ export const configSchema = z.strictObject({
   trusted_proxies: list(z.string().max(64, "must be at most 64 characters")).default([...DEFAULT_TRUSTED_PROXIES]),
   exempt_paths: list(z.string().startsWith("/", "must begin with /").max(1024, "must be at most 1024 characters")).default([...DEFAULT_EXEMPT_PATHS]),
   strip_credential: z.boolean().default(DEFAULT_STRIP_CREDENTIAL),
+  forward_method_override: z.boolean().default(DEFAULT_FORWARD_METHOD_OVERRIDE),
   max_request_bytes: z.number().int("must be a whole number").min(0, "must be >= 0").max(Number.MAX_SAFE_INTEGER).default(DEFAULT_MAX_REQUEST_BYTES),
   cache_ttl_s: positiveSeconds(MAX_CACHE_TTL_S).default(DEFAULT_CACHE_TTL_S),
   stale_if_error_s: z.number().min(0, "must be >= 0").max(MAX_STALE_IF_ERROR_S, `must be <= ${MAX_STALE_IF_ERROR_S}`).default(DEFAULT_STALE_IF_ERROR_S),
@@ -158,8 +185,9 @@ export const configSchema = z.strictObject({
     .strictObject({
       max_memory_mib: z.number().min(1, "must be >= 1").max(MAX_LIMITER_MEMORY_MIB, `must be <= ${MAX_LIMITER_MEMORY_MIB} (an isolate has 128 MB)`).default(DEFAULT_LIMITER_MAX_MEMORY_MIB),
       default_scope: z.enum(["isolate", "global"], 'must be "isolate" or "global"').default(DEFAULT_LIMIT_SCOPE),
+      max_delayed: z.number().int("must be a whole number").min(0, "must be >= 0").max(MAX_LIMITER_MAX_DELAYED, `must be <= ${MAX_LIMITER_MAX_DELAYED}`).default(DEFAULT_LIMITER_MAX_DELAYED),
     })
-    .default({ max_memory_mib: DEFAULT_LIMITER_MAX_MEMORY_MIB, default_scope: DEFAULT_LIMIT_SCOPE }),
+    .default({ max_memory_mib: DEFAULT_LIMITER_MAX_MEMORY_MIB, default_scope: DEFAULT_LIMIT_SCOPE, max_delayed: DEFAULT_LIMITER_MAX_DELAYED }),
   global: z
     .strictObject({
       max_overshoot: z.number().min(0, "must be between 0 and 1").max(1, "must be between 0 and 1").default(DEFAULT_GLOBAL_MAX_OVERSHOOT),
@@ -180,7 +208,19 @@ export const configSchema = z.strictObject({
       window_s: wholeSeconds(MAX_AUDIT_WINDOW_S).default(DEFAULT_AUDIT_WINDOW_S),
     })
     .default({ threshold_rejections: DEFAULT_AUDIT_THRESHOLD_REJECTIONS, window_s: DEFAULT_AUDIT_WINDOW_S }),
-  request_log: z.boolean().default(DEFAULT_REQUEST_LOG),
+  // true and false are the older spelling of "all" and "off".
+  request_log: z
+    .union([z.enum(["all", "refusals", "sampled", "off"]), z.boolean()], { error: 'must be "all", "refusals", "sampled" or "off"' })
+    .default(DEFAULT_REQUEST_LOG)
+    .transform((v): RequestLogMode => (v === true ? "all" : v === false ? "off" : v)),
+  request_log_sample: z.number().min(0, "must be between 0 and 1").max(1, "must be between 0 and 1").default(DEFAULT_REQUEST_LOG_SAMPLE),
+  request_log_refusals_per_s: z
+    .number()
+    .int("must be a whole number")
+    .min(0, "must be >= 0")
+    .max(MAX_REQUEST_LOG_REFUSALS_PER_S, `must be <= ${MAX_REQUEST_LOG_REFUSALS_PER_S}`)
+    .default(DEFAULT_REQUEST_LOG_REFUSALS_PER_S),
+  rate_limit_headers: z.enum(HEADER_VERSIONS as [HeaderVersion, ...HeaderVersion[]], 'must be "draft-11" or "draft-12"').default(DEFAULT_RATE_LIMIT_HEADERS),
   jwt: jwtConfigSchema.optional(),
   streams: z
     .strictObject({
@@ -226,6 +266,8 @@ export interface Config {
   readonly trustedProxies: CidrSet;
   readonly exemptPaths: readonly string[];
   readonly stripCredential: boolean;
+  /** Pass X-HTTP-Method-Override, X-HTTP-Method and X-Method-Override to the origin (routes match the request's own method). */
+  readonly forwardMethodOverride: boolean;
   readonly maxRequestBytes: number;
   readonly cacheTtlMs: number;
   readonly staleIfErrorMs: number;
@@ -234,26 +276,33 @@ export interface Config {
   readonly policyOnError: "closed" | "open";
   readonly defaults: CategoryDefaults;
   readonly routes: RouteMatcher;
-  /** Each route's response_charge (DESIGN §14), by route index; null where a route has none. */
+  /** Each route's response_charge, by route index; null where a route has none. */
   readonly responseCharges: readonly (ResponseCharge | null)[];
   readonly authFailureLimits: readonly Limit[];
   readonly inFlight: { readonly perCredential: number; readonly budget: number; readonly credentialShare: number; readonly tenantShare: number };
   readonly limiterMaxMemoryMib: number;
+  /** Requests held at once per isolate rather than refused (a limit's delay_max_ms); 0 = none. */
+  readonly limiterMaxDelayed: number;
   /** The scope of a limit (config, tenant, key, override) that does not name one. The built-in defaults are per isolate. */
   readonly defaultScope: LimitScope;
-  /** Global limits (DESIGN §11): L = maxOvershoot × W, at least minLeaseMs; onError while the ledger cannot answer. */
+  /** Global limits: L = maxOvershoot × W, at least minLeaseMs; onError while the ledger cannot answer. */
   readonly global: { readonly maxOvershoot: number; readonly minLeaseMs: number; readonly onError: "local" | "deny" };
   readonly usageFlushIntervalMs: number;
   readonly usageMaxPending: number;
   readonly reservationTtlS: number;
   readonly auditThresholdRejections: number;
   readonly auditWindowMs: number;
-  readonly requestLog: boolean;
-  /** The JWT issuers (DESIGN §12), or null when JWTs are not accepted. */
+  /** Which request-log lines are written (src/log/request-log-policy.ts). */
+  readonly requestLog: RequestLogMode;
+  readonly requestLogSample: number;
+  readonly requestLogRefusalsPerS: number;
+  /** The ratelimit-headers draft the RateLimit fields follow. */
+  readonly rateLimitHeaders: HeaderVersion;
+  /** The JWT issuers, or null when JWTs are not accepted. */
   readonly jwt: JwtConfig | null;
   /** ISO country codes refused 403 blocked (request.cf.country). */
   readonly blockedCountries: ReadonlySet<string>;
-  /** WebSocket streams (DESIGN §13): the rent period and the open streams one credential may hold per isolate. */
+  /** WebSocket streams: the rent period and the open streams one credential may hold per isolate. */
   readonly streams: { readonly rentPeriodMs: number; readonly perCredential: number };
   /** Traffic rollups: whether requests are counted, and how long D1 keeps the minutes. */
   readonly traffic: { readonly enabled: boolean; readonly retentionMs: number };
@@ -330,6 +379,7 @@ export function parseConfig(raw: unknown): ConfigResult {
       trustedProxies: proxies.set,
       exemptPaths: c.exempt_paths,
       stripCredential: c.strip_credential,
+      forwardMethodOverride: c.forward_method_override,
       maxRequestBytes: c.max_request_bytes,
       cacheTtlMs: c.cache_ttl_s * 1000,
       staleIfErrorMs: c.stale_if_error_s * 1000,
@@ -350,6 +400,7 @@ export function parseConfig(raw: unknown): ConfigResult {
         tenantShare: c.in_flight.tenant_share,
       },
       limiterMaxMemoryMib: c.limiter.max_memory_mib,
+      limiterMaxDelayed: c.limiter.max_delayed,
       defaultScope: c.limiter.default_scope,
       global: { maxOvershoot: c.global.max_overshoot, minLeaseMs: c.global.min_lease_ms, onError: c.global.on_error },
       usageFlushIntervalMs: c.usage.flush_interval_s * 1000,
@@ -358,6 +409,9 @@ export function parseConfig(raw: unknown): ConfigResult {
       auditThresholdRejections: c.audit.threshold_rejections,
       auditWindowMs: c.audit.window_s * 1000,
       requestLog: c.request_log,
+      rateLimitHeaders: c.rate_limit_headers,
+      requestLogSample: c.request_log_sample,
+      requestLogRefusalsPerS: c.request_log_refusals_per_s,
       jwt: c.jwt ?? null,
       blockedCountries: new Set(c.blocked_countries),
       streams: { rentPeriodMs: c.streams.rent_period_s * 1000, perCredential: c.streams.per_credential },

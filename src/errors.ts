@@ -7,6 +7,7 @@
 export type ProblemCode =
   | "invalid_request"
   | "invalid_path"
+  | "ambiguous_credential"
   | "credential_required"
   | "invalid_credential"
   | "credential_revoked"
@@ -43,7 +44,8 @@ interface ProblemInfo {
 
 export const PROBLEMS: Readonly<Record<ProblemCode, ProblemInfo>> = {
   invalid_request: { status: 400, title: "Bad Request", hint: "Fix the field named in `field` and send the request again." },
-  invalid_path: { status: 400, title: "Bad Request", hint: "Send the path without encoded separators (%2F, %5C) or NUL (%00)." },
+  invalid_path: { status: 400, title: "Bad Request", hint: "Send the path without encoded separators (%2F, %5C), NUL (%00), or `.` and `..` segments." },
+  ambiguous_credential: { status: 400, title: "Bad Request", hint: "Send one credential: `Authorization: Bearer <key>` or `X-Api-Key`, not two different ones." },
   credential_required: { status: 401, title: "Unauthorized", hint: "Send an API key in `Authorization: Bearer <key>` or `X-Api-Key`." },
   invalid_credential: { status: 401, title: "Unauthorized", hint: "Check the credential: an API key this gateway issued, or a valid token from an identity provider it trusts." },
   credential_revoked: { status: 401, title: "Unauthorized", hint: "This API key was revoked; ask the operator for a new one." },
@@ -123,4 +125,25 @@ export function problem(code: ProblemCode, options: ProblemOptions): Response {
   headers.set("content-type", PROBLEM_CONTENT_TYPE);
   headers.set("cache-control", "no-store");
   return new Response(JSON.stringify(problemBody(code, options)), { status: PROBLEMS[code].status, headers });
+}
+
+/**
+ * A problem whose body and headers never change (a refusal's fixed answer),
+ * serialised once when it is compiled: each call answers a fresh Response,
+ * since a body is read once and the gateway sets its own headers on the
+ * answer, but nothing is built again but the Headers. Compile it where the
+ * step is built, not per request.
+ * @example const blocked = fixedProblem("blocked", { detail: "Requests from this caller are blocked." }); return blocked();
+ */
+export function fixedProblem(code: ProblemCode, options: ProblemOptions & { headers?: Readonly<Record<string, string>> }): () => Response {
+  const body = JSON.stringify(problemBody(code, options));
+  const status = PROBLEMS[code].status;
+  const extra: readonly (readonly [string, string])[] = Object.entries(options.headers ?? {});
+  return function fixedProblemResponse() {
+    const headers = new Headers();
+    for (let i = 0; i < extra.length; i++) headers.append(extra[i]![0], extra[i]![1]);
+    headers.set("content-type", PROBLEM_CONTENT_TYPE);
+    headers.set("cache-control", "no-store");
+    return new Response(body, { status, headers });
+  };
 }

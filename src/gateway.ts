@@ -1,4 +1,4 @@
-// The data plane: the pipeline of DESIGN §3, in order, compiled once per
+// The data plane: the pipeline of docs/design.md, in order, compiled once per
 // runtime. Each step is a factory from its own folder, built here with what
 // it needs; this file only decides the order and runs it.
 //
@@ -25,7 +25,7 @@ import { declaredLength } from "./proxy/content-length";
 import { normalisePath, splitUrl } from "./proxy/request-path";
 import { problem } from "./errors";
 import { errorName, log } from "./log/logger";
-import { requestLogLine } from "./log/request-log";
+import { requestLogLine, requestLogWanted } from "./log/request-log";
 import type { Runtime } from "./runtime";
 import { type Background, keepAlive } from "./utils/wait-until";
 
@@ -38,7 +38,7 @@ interface Pipeline {
 }
 
 function invalidPath(): Response {
-  return problem("invalid_path", { detail: "The path holds an encoded separator (%2F or %5C) or NUL (%00)." });
+  return problem("invalid_path", { detail: "The path holds an encoded separator (%2F or %5C), NUL (%00), or a `.` or `..` segment." });
 }
 
 /** What is wrong with the configuration, TOLLGATE first, then ORIGIN_URL; null when both are valid (the gateway's 500 and health say the same). */
@@ -68,35 +68,39 @@ export function compileGateway(runtime: Runtime): GatewayHandler {
   add(blockCallers({ policy: runtime.policy }));
   add(authenticate({ anonymous: config.anonymous, verifier: runtime, gate: runtime.authGate, policy: runtime.policy }));
   add(matchRoute(config.routes));
-  add(rateLimit({ table: runtime.limiter, leases: runtime.leases, now: runtime.now, defaults: config.defaults, responseCharges: config.responseCharges }));
-  // A WebSocket upgrade (DESIGN §13) runs the same checks up to here (its
-  // rate limits include the open's stream rent), then takes a stream slot
-  // instead of an in-flight slot; it has no body, so no size or quota step.
-  const streamChecks: Check[] = [...checks, streamSlots({ table: runtime.streams, perCredential: config.streams.perCredential })];
-  add(inFlightLimit({ table: runtime.inFlight, bounds: inFlightBounds(config.inFlight) }));
+  add(
+    rateLimit({
+      table: runtime.limiter,
+      leases: runtime.leases,
+      now: runtime.now,
+      defaults: config.defaults,
+      responseCharges: config.responseCharges,
+      headerVersion: config.rateLimitHeaders,
+      delay: { held: runtime.held, sleep: runtime.sleep, inFlight: runtime.inFlight, bounds: inFlightBounds(config.inFlight) },
+    }),
+  );
+  // A WebSocket upgrade runs the same checks up to here (its
+  // rate limits include the open's stream rent and a response-priced route's
+  // reserve), then takes a stream slot and an in-flight slot (given back once
+  // the origin answers 101); it has no body, so no size or quota step.
+  const inFlight = inFlightLimit({ table: runtime.inFlight, bounds: inFlightBounds(config.inFlight) });
+  const streamChecks: Check[] = [...checks, streamSlots({ table: runtime.streams, perCredential: config.streams.perCredential }), inFlight];
+  add(inFlight);
   add(sizeLimit({ maxRequestBytes: config.maxRequestBytes }));
   add(quotaCheck({ reservationTtlS: config.reservationTtlS, auditWindowS: config.auditWindowMs / 1000 }));
-  const forward = forwardToOrigin({
+  const forwardOptions = {
     upstreams: upstreams.upstreams,
     stripCredential: config.stripCredential,
+    forwardMethodOverride: config.forwardMethodOverride,
     maxRequestBytes: config.maxRequestBytes,
-    requestLog: config.requestLog,
     usageMaxPending: config.usageMaxPending,
     usageFlushIntervalMs: config.usageFlushIntervalMs,
-  });
+  };
+  const forward = forwardToOrigin(forwardOptions);
   const http: Pipeline = { checks, forward };
   const streams: Pipeline = {
     checks: streamChecks,
-    forward: forwardWebSocket({
-      upstreams: upstreams.upstreams,
-      stripCredential: config.stripCredential,
-      table: runtime.limiter,
-      defaults: config.defaults,
-      rentPeriodMs: config.streams.rentPeriodMs,
-      requestLog: config.requestLog,
-      usageMaxPending: config.usageMaxPending,
-      usageFlushIntervalMs: config.usageFlushIntervalMs,
-    }),
+    forward: forwardWebSocket({ ...forwardOptions, table: runtime.limiter, defaults: config.defaults, rentPeriodMs: config.streams.rentPeriodMs }),
   };
 
   /** A request answered by the gateway itself: its slot back, its log line. */
@@ -106,8 +110,9 @@ export function compileGateway(runtime: Runtime): GatewayHandler {
     // A 429 rate_limited keeps its denying limit's headers: the step refused before recording x.rateHeaders.
     const out = withHeaders(response, extraHeaders(x, null));
     const nowMs = runtime.now();
-    if (config!.requestLog) log.raw(requestLogLine(x, out.status, declaredLength(out.headers), nowMs));
-    flushUsage(x, nowMs, config!.usageFlushIntervalMs, out.status, declaredLength(out.headers));
+    const bytesOut = declaredLength(out.headers);
+    if (requestLogWanted(x, nowMs)) log.raw(requestLogLine(x, out.status, bytesOut, nowMs));
+    flushUsage(x, nowMs, config!.usageFlushIntervalMs, out.status, bytesOut);
     return out;
   }
 

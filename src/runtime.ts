@@ -1,4 +1,4 @@
-// One runtime per config (issue 11, DESIGN §18): everything the gateway
+// One runtime per config (issue 11, docs/design.md): everything the gateway
 // derives from its configuration — the parsed TOLLGATE config, the origin
 // URL, the admin tokens, the limiter table, the in-flight table, the caches
 // and the compiled data plane — built once, the first time a configuration
@@ -17,6 +17,7 @@ import { compileGateway, configFault, type GatewayHandler } from "./gateway";
 import { AuthFailureGate } from "./limits/auth-gate";
 import { GlobalLeases } from "./limits/global-leases";
 import { InFlightTable } from "./limits/in-flight";
+import { HeldRequests, type Sleep, timerSleep } from "./limits/delay";
 import { StreamTable } from "./limits/streams";
 import { UsageMeter } from "./db/usage-meter";
 import { TrafficRecorder } from "./db/traffic-recorder";
@@ -24,15 +25,27 @@ import { AlertOnce } from "./alerts/raise";
 import { UsageTracker } from "./identity/usage-tracker";
 import { compileJwtConfig, type JwtVerifier } from "./identity/jwt-verifier";
 import { log } from "./log/logger";
+import { RequestLogPolicy } from "./log/request-log-policy";
+import { database } from "./db/client";
+import { auditSubject, isReadableSubject } from "./identity/audit-subject";
 import { type OriginBaseResult, parseOriginBase } from "./proxy/origin-url";
 import { compileUpstreams, type UpstreamsResult } from "./proxy/upstream";
-import { sha256Bytes } from "./utils/crypto";
+import { deriveHmacKey, sha256Bytes } from "./utils/crypto";
 
-/** Shorter admin tokens disable the admin API (DESIGN §8). */
+/** What the console session keys are derived for: no other signature made from a token verifies as a session. */
+const CONSOLE_SESSION_KEY_LABEL = "tollgate console session v1";
+
+/** Shorter admin tokens disable the admin API. */
 const MIN_ADMIN_TOKEN_CHARS = 32;
 
 export type AdminTokens =
-  | { readonly enabled: true; readonly admin: Promise<Uint8Array>; readonly auditor: Promise<Uint8Array> | null }
+  | {
+      readonly enabled: true;
+      readonly admin: Promise<Uint8Array>;
+      readonly auditor: Promise<Uint8Array> | null;
+      /** Keys that sign the console's session cookies, each derived from its token: a changed token voids its sessions. */
+      readonly sessionKeys: { readonly admin: Promise<CryptoKey>; readonly auditor: Promise<CryptoKey> | null };
+    }
   | { readonly enabled: false; readonly reason: string };
 
 export interface Runtime {
@@ -46,10 +59,14 @@ export interface Runtime {
   readonly upstreams: UpstreamsResult | null;
   readonly adminTokens: AdminTokens;
   readonly limiter: LimiterTable;
-  /** Leases on global limits (DESIGN §11), bounded by cache_max_entries (subject, category) groups. */
+  /** Leases on global limits, bounded by cache_max_entries (subject, category) groups. */
   readonly leases: GlobalLeases;
   readonly inFlight: InFlightTable;
-  /** Open WebSocket streams per credential (DESIGN §13). */
+  /** Requests held rather than refused (a limit's delay_max_ms), bounded by limiter.max_delayed. */
+  readonly held: HeldRequests;
+  /** How a held request waits: a timer, unless a test gives its own. */
+  readonly sleep: Sleep;
+  /** Open WebSocket streams per credential. */
   readonly streams: StreamTable;
   readonly authGate: AuthFailureGate;
   readonly keys: KeyCache;
@@ -64,17 +81,21 @@ export interface Runtime {
   readonly traffic: TrafficRecorder;
   /** Alerts raised lately by this isolate (one `block.hit` per block per hour, one `ledger.unavailable` a minute). */
   readonly alertOnce: AlertOnce;
-  /** JWT verification (DESIGN §12): its key sets and verified tokens; null when no issuer is configured. */
+  /** JWT verification: its key sets and verified tokens; null when no issuer is configured. */
   readonly jwt: JwtVerifier | null;
+  /** Which request-log lines are written, the per-second refusal cap and its summaries. */
+  readonly requestLog: RequestLogPolicy;
   /** The clock every decision reads (Unix ms). Date.now() unless a test gives its own. */
   readonly now: () => number;
-  /** The compiled data plane (DESIGN §3). */
+  /** The compiled data plane. */
   readonly gateway: GatewayHandler;
 }
 
 export interface RuntimeOptions {
   /** A clock for tests; default Date.now. */
   readonly clock?: () => number;
+  /** How a held request waits, for tests on a held clock; default a timer. */
+  readonly sleep?: Sleep;
 }
 
 let defaultConfig: Config | null = null;
@@ -102,7 +123,12 @@ function adminTokensOf(env: Bindings): AdminTokens {
   const auditor = configuredToken(env.AUDITOR_TOKEN);
   // A short auditor token is ignored rather than disabling the admin token: it simply never matches.
   const auditorOk = auditor !== null && auditor.length >= MIN_ADMIN_TOKEN_CHARS;
-  return { enabled: true, admin: sha256Bytes(admin), auditor: auditorOk ? sha256Bytes(auditor) : null };
+  return {
+    enabled: true,
+    admin: sha256Bytes(admin),
+    auditor: auditorOk ? sha256Bytes(auditor) : null,
+    sessionKeys: { admin: deriveHmacKey(admin, CONSOLE_SESSION_KEY_LABEL), auditor: auditorOk ? deriveHmacKey(auditor, CONSOLE_SESSION_KEY_LABEL) : null },
+  };
 }
 
 /** Builds the runtime for an env. Pure of module state; runtimeFor() keeps the last one. */
@@ -124,6 +150,8 @@ export function compileRuntime(env: Bindings, options: RuntimeOptions = {}): Run
     limiter,
     leases: new GlobalLeases({ ...adminConfig.global, maxGroups: adminConfig.cacheMaxEntries }, now),
     inFlight: new InFlightTable(),
+    held: new HeldRequests(adminConfig.limiterMaxDelayed),
+    sleep: options.sleep ?? timerSleep,
     streams: new StreamTable(),
     authGate: new AuthFailureGate(limiter, adminConfig.authFailureLimits),
     keys: new KeyCache(adminConfig),
@@ -141,6 +169,18 @@ export function compileRuntime(env: Bindings, options: RuntimeOptions = {}): Run
             staleIfErrorS: config.staleIfErrorMs / 1000,
             onJwksFailure: (_url, reason) => log.warn("jwks_fetch_failed", { reason }),
           }),
+    requestLog: new RequestLogPolicy({
+      mode: adminConfig.requestLog,
+      sample: adminConfig.requestLogSample,
+      refusalsPerS: adminConfig.requestLogRefusalsPerS,
+      write: (line) => log.raw(line),
+      // As the audit log names them: key ids as they are, addresses and JWT subjects as keyed digests.
+      nameCallers: async (callerKeys) => {
+        if (callerKeys.every(isReadableSubject)) return callerKeys;
+        const key = await runtime.keyCheck.auditKey(database(env.DB), now(), true);
+        return Promise.all(callerKeys.map((k) => auditSubject(key!, k)));
+      },
+    }),
     now,
     gateway: null as unknown as GatewayHandler,
   };

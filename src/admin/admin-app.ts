@@ -1,4 +1,4 @@
-// The admin API (DESIGN §8) as a Hono sub-app, mounted at
+// The admin API as a Hono sub-app, mounted at
 // /_tollgate/admin/v1 by src/app.ts. Every route passes adminAuth first
 // (token, query-string refusal, the `admin` rate limit, auditor read-only).
 import { Hono } from "hono";
@@ -15,6 +15,7 @@ import { registerOpenApiRoute } from "./openapi";
 import { registerOrgRoutes } from "./orgs";
 import { registerOverrideRoutes } from "./overrides";
 import { registerReconcileRoutes } from "./reconcile";
+import { registerSessionStatusRoutes, registerSignInRoute } from "./session";
 import { StorageUnavailable, storageUnavailable } from "./storage";
 import { registerTenantRoutes } from "./tenants";
 import { registerAlertRoutes, registerTrafficRoutes } from "./traffic";
@@ -22,7 +23,10 @@ import { registerUsageRoutes } from "./usage";
 
 export function createAdminApp(): Hono<AdminEnv> {
   const admin = new Hono<AdminEnv>();
+  // Whether this browser is signed in to the console, and signing out: they read only the browser's own cookie.
+  registerSessionStatusRoutes(admin);
   admin.use("*", adminAuth());
+  registerSignInRoute(admin);
   registerTenantRoutes(admin);
   registerKeyRoutes(admin);
   registerOverrideRoutes(admin);

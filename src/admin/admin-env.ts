@@ -12,6 +12,8 @@ export interface AdminVars {
   /** The TOLLGATE config, or the built-in defaults when it is invalid (the admin API stays usable to fix data). */
   config: Config;
   role: AdminRole;
+  /** How the caller proved its role: a Bearer token, or the console's session cookie. */
+  authenticatedBy: "token" | "session";
 }
 
 export interface AdminEnv {

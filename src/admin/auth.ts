@@ -1,5 +1,6 @@
-// Who may use the admin API (DESIGN §8): `Authorization: Bearer <token>`
-// matching ADMIN_TOKEN (read and write) or AUDITOR_TOKEN (read only). Both
+// Who may use the admin API: `Authorization: Bearer <token>`
+// matching ADMIN_TOKEN (read and write) or AUDITOR_TOKEN (read only), or the
+// console's session cookie (console-session.ts) beside `X-Tollgate-Console: 1`. Both
 // sides are hashed (SHA-256) and the digests compared in constant time, so
 // neither the comparison nor the token's length leaks anything. Configured
 // tokens are trimmed; one shorter than 32 characters disables the admin API
@@ -18,6 +19,7 @@ import type { Runtime } from "../runtime";
 import { bearerToken } from "../utils/bearer";
 import { constantTimeEqual, sha256Bytes, toHex } from "../utils/crypto";
 import type { AdminEnv, AdminRole } from "./admin-env";
+import { CONSOLE_HEADER, checkSession, SESSION_PATH_SUFFIX, sessionCookieValue } from "./console-session";
 
 /** Query parameters that look like a credential: present → 401, whatever their value. */
 const CREDENTIAL_PARAMS = new Set(["token", "access_token", "admin_token", "auth", "authorization", "api_key", "apikey", "key", "bearer"]);
@@ -40,6 +42,15 @@ export async function verifyAdminToken(runtime: Runtime, token: string): Promise
   return { kind: "refused" };
 }
 
+/** A console session cookie as a role, like a token: the digest of that role's token keys its `admin` rate limit. */
+async function sessionOutcome(runtime: Runtime, cookie: string | null): Promise<AdminTokenOutcome> {
+  const tokens = runtime.adminTokens;
+  const session = await checkSession(runtime, cookie, runtime.now());
+  if (!tokens.enabled || session.kind !== "valid") return { kind: "refused" };
+  const digest = session.role === "admin" ? await tokens.admin : await tokens.auditor;
+  return digest === null ? { kind: "refused" } : { kind: session.role, digest };
+}
+
 /** Authenticates, rate limits and authorises every admin request; sets `config` and `role`. */
 export function adminAuth(): MiddlewareHandler<AdminEnv> {
   return async function adminAuth(c, next) {
@@ -53,7 +64,12 @@ export function adminAuth(): MiddlewareHandler<AdminEnv> {
       }
     }
     const token = bearerToken(c.req.header("authorization"));
-    if (token === null || token === "") return unauthorized("No admin token: send `Authorization: Bearer <token>`.");
+    const cookie = token === null ? sessionCookieValue(c.req.header("cookie")) : null;
+    if (token === "" || (token === null && cookie === null)) return unauthorized("No admin token: send `Authorization: Bearer <token>`.");
+    // The console's cookie counts only beside the header a cross-site page cannot send without a preflight.
+    if (token === null && c.req.header(CONSOLE_HEADER) !== "1") {
+      return unauthorized("A console session cookie is accepted only with the `X-Tollgate-Console: 1` header the console sends; a script sends `Authorization: Bearer <token>`.");
+    }
 
     const config = runtime.adminConfig;
     const clientKey = resolveClientAddress(c.req.header("cf-connecting-ip") ?? null, c.req.header("x-forwarded-for") ?? null, config.trustedProxies);
@@ -61,24 +77,26 @@ export function adminAuth(): MiddlewareHandler<AdminEnv> {
     const gate = runtime.authGate.check(clientKey, nowMs);
     if (!gate.open) return authFailuresResponse(gate.retryAfterMs);
 
-    const outcome = await verifyAdminToken(runtime, token);
+    const outcome = token !== null ? await verifyAdminToken(runtime, token) : await sessionOutcome(runtime, cookie);
     if (outcome.kind === "refused") {
       runtime.authGate.charge(clientKey, nowMs);
-      return unauthorized("The admin token is not valid.");
+      return unauthorized(token !== null ? "The admin token is not valid." : "The console session has ended (it lasts 12 hours, and a changed token ends it): sign in again.");
     }
     const role: AdminRole = outcome.kind;
     const charges: Charge[] = [
       { subject: `admin:${toHex(outcome.digest).slice(0, SUBJECT_DIGEST_CHARS)}`, category: "admin", limits: resolveLimits("admin", "admin", { defaults: config.defaults }), cost: 1 },
     ];
     const decision = admit(runtime.limiter, charges, nowMs);
-    if (!decision.allowed) return rateLimitedResponse(decision, charges);
+    if (!decision.allowed) return rateLimitedResponse(decision, charges, config.rateLimitHeaders);
 
     const method = c.req.method;
-    if (role === "auditor" && method !== "GET" && method !== "HEAD") {
+    // Signing in to the console is not a write: the auditor may start a session.
+    if (role === "auditor" && method !== "GET" && method !== "HEAD" && !c.req.path.endsWith(SESSION_PATH_SUFFIX)) {
       return problem("admin_forbidden", { detail: "The auditor token may read but not write." });
     }
     c.set("config", config);
     c.set("role", role);
+    c.set("authenticatedBy", token !== null ? "token" : "session");
     await next();
   };
 }

@@ -1,4 +1,4 @@
-// Blocks (DESIGN §15): callers, tenants and networks the gateway refuses with
+// Blocks: callers, tenants and networks the gateway refuses with
 // 403 `blocked` before any other check, optionally until `expires_at`. One row
 // per canonical target: blocking a target again replaces its expiry and
 // reason (200, same id). A write clears this isolate's snapshot at once (the
@@ -45,7 +45,9 @@ export function registerBlockRoutes(app: Hono<AdminEnv>): void {
           actor: "admin",
           tenant: tenantOf(target.value),
           subject,
+          // The target as the operator wrote it: their own input, not a caller's request, so the audit may show it (the subject is its digest, for filtering).
           detail: {
+            target: target.value,
             expires_at: expiresAtMs === null ? null : new Date(expiresAtMs).toISOString(),
             reason,
             ...(existing === null ? {} : { id: existing.id, previous: { expires_at: presentBlock(existing, nowMs).expires_at, reason: existing.reason } }),
@@ -94,7 +96,7 @@ export function registerBlockRoutes(app: Hono<AdminEnv>): void {
           actor: "admin",
           tenant: tenantOf(existing.target),
           subject,
-          detail: { id: existing.id, previous: { expires_at: previous.expires_at, reason: previous.reason, active: previous.active } },
+          detail: { id: existing.id, target: existing.target, previous: { expires_at: previous.expires_at, reason: previous.reason, active: previous.active } },
         }),
       ]),
     );

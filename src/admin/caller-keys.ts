@@ -6,7 +6,7 @@
 //   net:<CIDR>       the network, host bits cleared (`net:10.0.0.0/8`); a bare
 //                    address is a /32 or /128; IPv4-mapped IPv6 is IPv4
 //   key:<id>         a managed key's id
-//   jwt:<64 hex>     SHA-256 of `iss \n sub`, lower-case (DESIGN §12)
+//   jwt:<64 hex>     SHA-256 of `iss \n sub`, lower-case
 //   tenant:<slug>    a tenant
 import { parseCidrs, parseIp } from "../engine/cidr";
 import { canonicalKey, formatAddress, UNKNOWN_CLIENT } from "../identity/client-address";

@@ -1,4 +1,4 @@
-// Caller operations (DESIGN §15): explain — which limits apply to a caller,
+// Caller operations: explain — which limits apply to a caller,
 // from which source, and where it stands under each in this isolate — and
 // reset — forget its limiter state. A key's record and the caller's
 // override are read from D1 (what is stored now); a tenant's limits and the

@@ -1,4 +1,4 @@
-// The chargeback export (DESIGN §8, §16): one figure per (tenant, month,
+// The chargeback export: one figure per (tenant, month,
 // metric) in a range of UTC months — the metered usage_monthly value plus
 // the month's reconciliation adjustments, summed — as a CSV or NDJSON
 // attachment, readable by the auditor token too. Each row carries `status`:

@@ -1,5 +1,5 @@
 // The OpenAPI paths of the caller-operation, org, tenant-listing and
-// reconciliation calls (DESIGN §15, §16).
+// reconciliation calls.
 import { DEFAULT_PAGE, DEFAULT_RECONCILE_PAGE, MAX_PAGE, MAX_RECONCILE_PAGE } from "./operation-schemas";
 import { MAX_ORG_TENANTS_READ } from "./orgs";
 import { COMMON_ERRORS, type Json, jsonContent, op, pageParams, problemResponse, ref, WRITE_ERRORS } from "./openapi-parts";
@@ -24,8 +24,24 @@ const orgParam: Json = { name: "org", in: "path", required: true, schema: { type
 const blockIdParam: Json = { name: "id", in: "path", required: true, schema: { type: "integer", minimum: 1 } };
 const deleted = (props: Json): Json => ({ description: "deleted", content: jsonContent({ type: "object", properties: { ...props, deleted: { type: "boolean" } } }) });
 
+const sessionState: Json = {
+  description: "whether a console session is live",
+  content: jsonContent({
+    type: "object",
+    properties: { signed_in: { type: "boolean" }, role: { type: "string", enum: ["admin", "auditor"] }, expires_at: { type: "string" }, ended: { type: "boolean" } },
+  }),
+};
+
 export function operationPaths(): Json {
   return {
+    "/session": {
+      get: op("Whether this browser holds a live console session (the `tollgate_console` cookie, read only beside `X-Tollgate-Console: 1`). Always 200, with no token: signed in or not", { "200": sessionState }, { security: [] }),
+      post: op(
+        "Sign the console in: the Bearer token (admin or auditor; never a session) is exchanged for the `tollgate_console` cookie — HttpOnly; Secure; SameSite=Strict; Path=/_tollgate; 12 hours; signed with a key derived from the token, so a changed token ends it. Every admin call then accepts the cookie beside `X-Tollgate-Console: 1`",
+        { "200": sessionState, ...COMMON_ERRORS },
+      ),
+      delete: op("Sign the console out: clears the cookie", { "200": sessionState, "400": problemResponse("invalid_request: no `X-Tollgate-Console: 1`") }, { security: [] }),
+    },
     "/tenants": {
       get: op("Tenants in slug order, with their org", { "200": { description: "a page", content: jsonContent(ref("TenantPage")) }, "400": problemResponse("invalid_request"), ...COMMON_ERRORS }, { parameters: pageParams("a tenant slug", MAX_PAGE, DEFAULT_PAGE) }),
     },
@@ -46,7 +62,7 @@ export function operationPaths(): Json {
       parameters: [explainCallerParam],
       get: op(
         "Explain a caller: every (category, subject, limit) that applies, its source, its scope and its standing (remaining, reset_ms: this isolate's, or the ledger's for a global limit, null with `ledger_error` when the ledger cannot be read), the override and the block that apply; charges nothing",
-        { "200": { description: "the explanation (DESIGN §15)" }, "400": problemResponse("invalid_request: `caller_key`"), "404": problemResponse("not_found: no such key or tenant"), ...COMMON_ERRORS },
+        { "200": { description: "the explanation" }, "400": problemResponse("invalid_request: `caller_key`"), "404": problemResponse("not_found: no such key or tenant"), ...COMMON_ERRORS },
       ),
     },
     "/callers/{caller_key}/state": {

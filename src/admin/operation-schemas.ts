@@ -1,5 +1,4 @@
-// Schemas of the caller-operation, org and reconciliation calls (DESIGN §15,
-// §16): bodies and queries the routes validate with, and the answers the
+// Schemas of the caller-operation, org and reconciliation calls (docs/design.md): bodies and queries the routes validate with, and the answers the
 // OpenAPI document describes. Registered in the same registry as schemas.ts.
 import { z } from "zod";
 import { isoOut, isoTimestamp, MAX_CALLER_KEY_CHARS, overrideSchema, quotaSchema, reasonSchema, registry, TENANT_SLUG, tenantSchema, tenantSlugSchema } from "./schemas";
@@ -98,10 +97,13 @@ export const reconcileReportSchema = z.object({
     .array(
       z.object({
         tenant: z.string(),
-        status: z.enum(["drift", "adjusted", "changed", "unavailable"]),
+        status: z
+          .enum(["drift", "recent", "adjusted", "changed", "unavailable"])
+          .describe("`recent`: the tenant's stored bytes changed within usage.flush_interval_s (plus up to 5 s), so its metering may not have landed: never applied; run again after `wait_s`"),
         metered_bytes: z.number().int().describe("usage_monthly rows of bytes_stored, every month, plus adjustments"),
         quota_bytes: z.number().int().nullable().describe("The quota object's committed bytes (the truth); null when it did not answer"),
         drift_bytes: z.number().int().nullable().describe("quota_bytes − metered_bytes: what an adjustment adds"),
+        wait_s: z.number().int().optional().describe("For `recent`: seconds until the drift is old enough to apply"),
       }),
     )
     .describe("Only tenants that drift or could not be checked"),

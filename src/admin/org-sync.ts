@@ -1,5 +1,5 @@
 // Org membership: the one place the org quota objects learn that a tenant
-// joined or left an org (DESIGN §16).
+// joined or left an org.
 //
 // Contract (src/admin/tenants.ts keeps it):
 // - Called BEFORE the D1 write that changes the tenant's org, with the org

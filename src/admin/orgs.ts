@@ -1,4 +1,4 @@
-// Orgs (DESIGN §16): a group of tenants with a quota over all of them. PUT
+// Orgs: a group of tenants with a quota over all of them. PUT
 // creates or replaces one, GET reads it with its tenants and their usage
 // summed, DELETE is refused (409 conflict) while a tenant names it and
 // empties the org's quota object. A tenant joins or leaves an org through

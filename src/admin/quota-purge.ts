@@ -1,4 +1,4 @@
-// Emptying a deleted tenant's quota object (DESIGN §5, issue 10 item 4), so a
+// Emptying a deleted tenant's quota object, so a
 // tenant created again under the same slug starts at zero.
 //
 // DELETE /tenants/{t} purges BEFORE it deletes the D1 rows and fails with 503

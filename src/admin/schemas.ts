@@ -19,7 +19,9 @@ export const MAX_AUDIT_PAGE = 200;
 /** Schemas named in the OpenAPI document's components. */
 export const registry = z.registry<{ id: string; description?: string }>();
 
-export const tenantSlugSchema = z.string().regex(TENANT_SLUG, "must match ^[a-z0-9][a-z0-9._-]{0,63}$");
+/** The slug rule in words, for people (the OpenAPI document gives the pattern). */
+export const TENANT_SLUG_RULE = "must be 1 to 64 characters: lower-case letters, digits, '.', '_' or '-', starting with a letter or digit";
+export const tenantSlugSchema = z.string().regex(TENANT_SLUG, TENANT_SLUG_RULE);
 export const keyIdSchema = z.string().regex(KEY_ID, "is not a key id (12 characters, 0-9 and a-z)");
 
 const positiveInt = z.number("must be a number").int("must be a whole number").positive("must be > 0");
@@ -36,12 +38,13 @@ export const limitSchema = z
       .enum(["isolate", "global"], 'must be "isolate" or "global"')
       .optional()
       .describe('"isolate": metered in each isolate on its own; "global": one limit across every isolate, through leases from the subject\'s LimitLedger (overshoot at most L·C/W). Default: the config\'s limiter.default_scope.'),
+    delay_max_ms: nonNegativeInt.max(10_000, "must be <= 10000").optional().describe("Hold a request whose exact retry delay is at most this many ms, and forward it when the limit allows, instead of answering 429 (isolate-scope limits). Default 0: refuse."),
   })
   .superRefine((value, ctx) => {
     const reason = limitError(value);
     if (reason === null) return;
     // The engine's reasons start with the field they are about.
-    const field = /^(count|window_s|burst|scope)\b/.exec(reason)?.[1];
+    const field = /^(count|window_s|burst|scope|delay_max_ms)\b/.exec(reason)?.[1];
     ctx.addIssue({ code: "custom", message: reason, path: field === undefined ? [] : [field] });
   });
 registry.add(limitSchema, { id: "Limit", description: "A sustained `count` per `window_s` seconds with bursts up to `burst`, per isolate or across all of them (`scope`)." });

@@ -7,6 +7,7 @@ import { database } from "../db/client";
 import { auditSubject } from "../identity/audit-subject";
 import { errorName, log } from "../log/logger";
 import { keepAlive } from "../utils/wait-until";
+import { callerIdOf } from "../limits/traffic";
 import { type AlertMessage, raiseAlert } from "./alert";
 
 /** One `block.hit` per block per hour, one `ledger.unavailable` per minute, per isolate. */
@@ -30,12 +31,11 @@ export class AlertOnce {
 }
 
 /** The caller of a request as an alert names it: `key:<id>`, `jwt:<hex>`, or an address's digest; null when unknown. */
-async function callerIdOf(x: Exchange, nowMs: number): Promise<string | null> {
-  const caller = x.caller;
-  if (caller.kind !== "anonymous") return caller.callerKey;
-  if (x.clientKey === "unknown") return null;
+async function alertCallerOf(x: Exchange, nowMs: number): Promise<string | null> {
+  const id = callerIdOf(x);
+  if (id === null || !id.startsWith("ip:")) return id;
   const key = await x.runtime.keyCheck.auditKey(database(x.env.DB), nowMs, true);
-  return auditSubject(key!, `ip:${x.clientKey}`);
+  return auditSubject(key!, id);
 }
 
 /** Queues an alert about this request (its caller named when `withCaller`), in the background. */
@@ -47,7 +47,7 @@ export function alertAbout(x: Exchange, alert: Omit<AlertMessage, "id" | "at" | 
     x.ctx,
     (async () => {
       try {
-        const caller = withCaller ? await callerIdOf(x, nowMs) : null;
+        const caller = withCaller ? await alertCallerOf(x, nowMs) : null;
         await raiseAlert({ webhookUrl, queue }, caller === null ? alert : { ...alert, caller }, nowMs);
       } catch (err) {
         log.warn("alert_not_queued", { type: alert.type, error: errorName(err) });

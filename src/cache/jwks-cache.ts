@@ -1,4 +1,4 @@
-// The isolate's JSON Web Key Sets (DESIGN §12), one entry per configured
+// The isolate's JSON Web Key Sets, one entry per configured
 // `jwks_url`. A set is fetched on first use and served for `ttlMs`; an unknown
 // `kid` may refetch it, at most once per JWKS_REFETCH_MIN_MS; when a fetch
 // fails, the last good set serves until `staleIfErrorMs` past its freshness.
@@ -34,7 +34,7 @@ async function joinWithin<T>(shared: Promise<T>, patienceMs: number): Promise<Jo
   }
 }
 
-/** An unknown `kid` refetches the set at most this often per URL (DESIGN §12). */
+/** An unknown `kid` refetches the set at most this often per URL. */
 export const JWKS_REFETCH_MIN_MS = 30_000;
 /** A JWKS fetch is aborted after this long. */
 export const JWKS_FETCH_TIMEOUT_MS = 5_000;

@@ -2,7 +2,7 @@
 // its tenant's limits and quota, compiled once per load. Unknown digests are
 // cached as negative entries. Beside it, a small map from a presented key
 // string to its digest, filled only for keys that were found, so a key seen
-// recently is admitted without hashing (DESIGN §1).
+// recently is admitted without hashing.
 import type { Config } from "../config";
 import type { TenantInfo } from "../context";
 import type { KeyLimits } from "../engine/resolve-limits";

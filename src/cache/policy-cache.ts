@@ -1,9 +1,10 @@
 // The operator's caller policy — overrides and blocks — held as one snapshot
-// of both tables per runtime, reloaded once per cache_ttl_s (blocks read
-// through the same snapshot cache as overrides). Looking up a caller that has
-// no override or block is then a Map miss, so a flood of anonymous requests
-// from fresh addresses costs no D1 query per address. An override or block
-// that expires while the snapshot is held stops applying at its expires_at.
+// of both tables per runtime, reloaded once per cache_ttl_s (docs/design.md:
+// blocks read through the same snapshot cache as overrides). Looking up a
+// caller that has no override or block is then a Map miss, so a flood of
+// anonymous requests from fresh addresses costs no D1 query per address. An
+// override or block that expires while the snapshot is held stops applying
+// at its expires_at.
 //
 // Blocks must not lapse because D1 does: a failed reload keeps serving the
 // last snapshot, with no time limit (stale_if_error_s does not apply here).

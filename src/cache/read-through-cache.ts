@@ -1,4 +1,4 @@
-// A per-isolate read-through cache (DESIGN §6): bounded in entries, a TTL,
+// A per-isolate read-through cache: bounded in entries, a TTL,
 // one load in flight per key (concurrent misses share it), negative entries
 // kept in their own smaller bound (so a flood of unknown keys cannot push the
 // known ones out), and the last-known value served for up to staleIfErrorMs

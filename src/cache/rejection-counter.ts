@@ -1,4 +1,4 @@
-// Sustained-limiting detection (DESIGN §10, issue 6 item 4): counts refusals
+// Sustained-limiting detection: counts refusals
 // per (caller, category) in fixed windows aligned to
 // floor(nowMs / windowMs) * windowMs and reports a caller once per window, the
 // moment its count passes the threshold (the 101st refusal with a threshold of

@@ -1,5 +1,5 @@
 // The runtime's cache of tenants by slug, for callers whose tenant is named
-// by a token's claim (JWT callers, DESIGN §12) rather than joined with a key
+// by a token's claim (JWT callers, docs/design.md) rather than joined with a key
 // record: limits and quota compiled once per load; an unknown slug cached as
 // a negative entry (so a flood of tokens naming made-up tenants costs one
 // query per slug per TTL, bounded by the negative share).

@@ -1,5 +1,5 @@
 // @ts-check
-// The CLI's only way out: HTTP calls to the admin API (DESIGN §8). A refusal
+// The CLI's only way out: HTTP calls to the admin API. A refusal
 // (problem+json) becomes a CliError carrying its `code` and `detail` on one
 // line; so does a network failure. Nothing here prints.
 import { oneLine, refusedError, usageError } from "./cli-error.mjs";
@@ -23,12 +23,20 @@ const MAX_PAGES = 10_000;
  * @property {unknown} [body] sent as JSON
  */
 
+/** Hosts a plain-http URL may name: this machine only (`npm start`, `wrangler dev`). */
+function isLoopback(/** @type {string} */ hostname) {
+  return hostname === "localhost" || hostname.endsWith(".localhost") || hostname === "[::1]" || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(hostname);
+}
+
 /**
  * The admin API's base: the gateway URL given (`https://gw.example.com`) plus
- * /_tollgate/admin/v1, unless it already ends with that.
+ * /_tollgate/admin/v1, unless it already ends with that. Plain `http://` is
+ * refused for any host but this machine (the admin token would cross the
+ * network in clear) unless `insecureHttp` says the operator means it.
  * @param {string | undefined} url
+ * @param {{ insecureHttp?: boolean }} [options]
  */
-export function adminBaseUrl(url) {
+export function adminBaseUrl(url, options = {}) {
   if (url === undefined || url.trim() === "") throw usageError("no gateway URL: set TOLLGATE_URL or pass --url");
   let parsed;
   try {
@@ -37,6 +45,9 @@ export function adminBaseUrl(url) {
     throw usageError(`--url: not a URL: ${url}`);
   }
   if (parsed.protocol !== "http:" && parsed.protocol !== "https:") throw usageError(`--url: must be http:// or https://, not ${parsed.protocol}`);
+  if (parsed.protocol === "http:" && !isLoopback(parsed.hostname) && options.insecureHttp !== true) {
+    throw usageError(`--url: refusing http:// to ${parsed.hostname}: the admin token would cross the network unencrypted. Use https://, or pass --insecure-http if you mean it`);
+  }
   if (parsed.search !== "" || parsed.hash !== "") throw usageError("--url: must not have a query or fragment");
   const path = parsed.pathname.replace(/\/+$/, "");
   parsed.pathname = path.endsWith(ADMIN_PREFIX) ? path : `${path}${ADMIN_PREFIX}`;
@@ -44,22 +55,48 @@ export function adminBaseUrl(url) {
 }
 
 /**
+ * The API's advice in a refusal names API calls (it is written for every
+ * client); the operator at a terminal typed commands, so these are named
+ * as the commands that do the same.
+ */
+const CLI_WORDING = /** @type {const} */ ([
+  [/create it with PUT \/orgs\/([a-z0-9._-]+)/g, "create it with 'tollgate orgs put $1'"],
+  [/\(PUT \/tenants\/\{tenant\}\/limits with "org": null\)/g, "('tollgate tenants set <tenant> --no-org')"],
+  [/PUT \/tenants\/\{tenant\}\/limits/g, "'tollgate tenants set <tenant>'"],
+  [/DELETE \/callers\/([^\s/]+)\/state/g, "'tollgate reset $1'"],
+  [/GET \/callers\/([^\s/]+)/g, "'tollgate explain $1'"],
+]);
+
+/** A refusal's detail in the CLI's words (see CLI_WORDING). */
+export function inCliWords(/** @type {string} */ detail) {
+  let text = detail;
+  for (const [pattern, replacement] of CLI_WORDING) text = text.replace(pattern, replacement);
+  return text;
+}
+
+/**
  * `code (status): detail` from a problem+json body, or a plain description
  * of a non-problem answer. Never the whole body: it could be a page of HTML.
  * @param {number} status
  * @param {string} text
+ * @param {string} [origin] the gateway's origin, to say that it does not look like a Tollgate
  */
-export function describeRefusal(status, text) {
+export function describeRefusal(status, text, origin) {
   try {
     const problem = /** @type {unknown} */ (JSON.parse(text));
     if (typeof problem === "object" && problem !== null && "code" in problem && typeof problem.code === "string") {
-      const detail = "detail" in problem && typeof problem.detail === "string" ? problem.detail : "";
+      const detail = "detail" in problem && typeof problem.detail === "string" ? inCliWords(problem.detail) : "";
       return oneLine(`${problem.code} (${status})${detail === "" ? "" : `: ${detail}`}`);
     }
   } catch {
     // not JSON: described below
   }
-  return `the gateway answered HTTP ${status} without a problem+json body`;
+  return `${origin ?? "the gateway"} answered HTTP ${status} without a problem+json body: it does not look like a Tollgate admin API (check TOLLGATE_URL or --url)`;
+}
+
+/** The refusal for an answer of the wrong shape: most likely the URL is not a Tollgate at all. */
+export function notTollgate(/** @type {string} */ origin, /** @type {string} */ what) {
+  return refusedError(`${origin} is not answering as a Tollgate admin API does (${what}): check TOLLGATE_URL or --url`);
 }
 
 /** @param {unknown} error */
@@ -73,10 +110,10 @@ function networkReason(error) {
 
 export class AdminClient {
   /**
-   * @param {{ url: string | undefined, token: string | undefined }} target
+   * @param {{ url: string | undefined, token: string | undefined, insecureHttp?: boolean }} target
    */
   constructor(target) {
-    this.baseUrl = adminBaseUrl(target.url);
+    this.baseUrl = adminBaseUrl(target.url, { insecureHttp: target.insecureHttp });
     const token = target.token?.trim();
     if (token === undefined || token === "") throw usageError("no admin token: set TOLLGATE_ADMIN_TOKEN or pass --token");
     this.token = token;
@@ -108,7 +145,7 @@ export class AdminClient {
     } catch (error) {
       throw refusedError(`could not reach ${url.origin}: ${oneLine(networkReason(error))}`);
     }
-    if (!res.ok) throw refusedError(describeRefusal(res.status, text));
+    if (!res.ok) throw refusedError(describeRefusal(res.status, text, url.origin));
     return { status: res.status, headers: res.headers, text };
   }
 
@@ -127,9 +164,9 @@ export class AdminClient {
     try {
       body = /** @type {unknown} */ (JSON.parse(res.text));
     } catch {
-      throw refusedError(`${method} ${path}: the gateway's answer is not JSON`);
+      throw notTollgate(new URL(this.baseUrl).origin, "its answer is not JSON");
     }
-    if (typeof body !== "object" || body === null || Array.isArray(body)) throw refusedError(`${method} ${path}: the gateway's answer is not a JSON object`);
+    if (typeof body !== "object" || body === null || Array.isArray(body)) throw notTollgate(new URL(this.baseUrl).origin, "its answer is not a JSON object");
     return { status: res.status, body: /** @type {Record<string, unknown>} */ (body) };
   }
 
@@ -170,7 +207,7 @@ export class AdminClient {
     const items = [];
     for await (const body of this.pages("GET", path)) {
       const list = body[field];
-      if (!Array.isArray(list)) throw refusedError(`GET ${path}: the answer has no "${field}" list`);
+      if (!Array.isArray(list)) throw notTollgate(new URL(this.baseUrl).origin, `its answer has no "${field}" list`);
       items.push(...list);
     }
     return items;

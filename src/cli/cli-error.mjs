@@ -3,7 +3,7 @@
 // stderr. Thrown from anywhere in a command and turned into the exit by
 // main.mjs, which is the only place that writes it.
 
-/** Exit codes (DESIGN §16): 0 done, 1 refused or drift found, 2 usage error. */
+/** Exit codes: 0 done, 1 refused or drift found, 2 usage error. */
 export const EXIT_OK = 0;
 export const EXIT_REFUSED = 1;
 export const EXIT_USAGE = 2;

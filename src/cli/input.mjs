@@ -61,3 +61,66 @@ export function expiresAt(options, nowMs) {
   const unit = /** @type {keyof typeof UNIT_MS} */ (match[2]);
   return new Date(nowMs + Number(match[1]) * UNIT_MS[unit]).toISOString();
 }
+
+const LIMIT_EXAMPLE = '{"count":100,"window_s":60}';
+
+/**
+ * The two shapes `--limits` takes, for the help texts: a tenant's limits
+ * name whom each list applies to; a key's and an override's are lists.
+ */
+export const LIMITS_HELP = {
+  tenant: `--limits shape (a tenant's): category → whom it applies to → a list of limits, where
+whom is "key" (each of its keys), "jwt" (each JWT caller) or "tenant" (the tenant as a whole):
+  '{"request":{"key":[${LIMIT_EXAMPLE}],"tenant":[{"count":1000,"window_s":60,"burst":2000}]}}'
+A limit is {"count", "window_s", "burst"?, "scope"?: "isolate"|"global"}; at most 3 per list.
+(A key's or an override's --limits is a plain list per category: '{"request":[${LIMIT_EXAMPLE}]}'.)`,
+  key: `--limits shape (a key's or an override's): category → a list of limits:
+  '{"request":[${LIMIT_EXAMPLE}],"upload":[{"count":10,"window_s":3600}]}'
+A limit is {"count", "window_s", "burst"?, "scope"?: "isolate"|"global"}; at most 3 per list.
+(A tenant's --limits names whom each list applies to: '{"request":{"key":[${LIMIT_EXAMPLE}]}}'.)`,
+};
+
+/**
+ * `--limits` as JSON in the shape its command takes: for a tenant each
+ * category maps to `{key?, jwt?, tenant?}` lists, for a key or an override
+ * each category maps to a list. The other shape is a usage error that says
+ * which one was expected, with an example.
+ * @param {string} flag
+ * @param {string} value
+ * @param {"tenant" | "key"} shape
+ */
+export function limitsArgument(flag, value, shape) {
+  const limits = jsonObjectArgument(flag, value);
+  for (const [category, entry] of Object.entries(limits)) {
+    if (shape === "tenant" && Array.isArray(entry)) {
+      throw usageError(`${flag}: a tenant's limits name whom each list applies to ("key", "jwt" or "tenant"), e.g. {"${category}":{"key":[${LIMIT_EXAMPLE}]}}; '${category}' is a plain list, the shape of a key's or an override's limits`);
+    }
+    if (shape === "key" && entry !== null && typeof entry === "object" && !Array.isArray(entry)) {
+      throw usageError(`${flag}: a key's or an override's limits are a list per category, e.g. {"${category}":[${LIMIT_EXAMPLE}]}; '${category}' names whom it applies to, the shape of a tenant's limits`);
+    }
+  }
+  return limits;
+}
+
+/** A full managed key, `tg_<12-character id>_<secret>`: only its id is kept. */
+const FULL_KEY = /^key:tg_([0-9a-z]{12})_[0-9a-z]+$/;
+
+/**
+ * A caller argument as the API takes it. `key:` wants the key's id (the part
+ * after `tg_`), and an operator often has the whole key at hand: a full key
+ * `key:tg_<id>_<secret>` becomes `key:<id>`, the secret dropped here so it is
+ * never sent, printed or logged. `note` says so (on stderr) when it happens.
+ * @param {string} caller
+ * @param {(text: string) => void} note
+ */
+export function callerArgument(caller, note) {
+  const full = FULL_KEY.exec(caller);
+  if (full !== null) {
+    note(`Took the key id ${full[1]} from the full key; its secret was not sent.\n`);
+    return `key:${full[1]}`;
+  }
+  if (caller.startsWith("key:tg_")) {
+    throw usageError("key: give the key's id, the 12 characters after tg_ (tg_<id>_<secret>), or the whole key");
+  }
+  return caller;
+}

@@ -5,12 +5,14 @@
 import { readFileSync } from "node:fs";
 import { Command } from "commander";
 import { usageError } from "./cli-error.mjs";
+import { registerAuditCommand } from "./commands/audit.mjs";
 import { registerBlockCommands } from "./commands/blocks.mjs";
 import { registerCallerCommands } from "./commands/explain.mjs";
 import { registerKeyCommands } from "./commands/keys.mjs";
 import { registerOrgCommands } from "./commands/orgs.mjs";
 import { registerOverrideCommands } from "./commands/overrides.mjs";
 import { registerTenantCommands } from "./commands/tenants.mjs";
+import { registerTrafficCommands } from "./commands/traffic.mjs";
 import { registerUsageCommands } from "./commands/usage.mjs";
 
 const VERSION = /** @type {{ version: string }} */ (JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8"))).version;
@@ -42,6 +44,7 @@ export function buildProgram(runtime) {
     .option("--url <url>", "the gateway's URL (default: $TOLLGATE_URL)")
     .option("--token <token>", "the admin token (default: $TOLLGATE_ADMIN_TOKEN)")
     .option("--json", "print the API's JSON instead of tables")
+    .option("--insecure-http", "allow an http:// URL to a host other than this machine (the token then travels unencrypted)")
     .configureHelp({ showGlobalOptions: true })
     .configureOutput({
       writeOut: runtime.out,
@@ -67,6 +70,8 @@ Exit status: 0 done, 1 refused by the gateway, unreachable, or drift found,
   registerOrgCommands(program, runtime);
   registerCallerCommands(program, runtime);
   registerUsageCommands(program, runtime);
+  registerAuditCommand(program, runtime);
+  registerTrafficCommands(program, runtime);
 
   for (const command of [program, ...program.commands]) if (command.commands.length > 0) requireSubcommand(command);
   return program;

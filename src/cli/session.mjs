@@ -24,7 +24,7 @@ import { AdminClient } from "./admin-client.mjs";
  * @returns {Session}
  */
 export function session(command, runtime) {
-  const globals = /** @type {{ url?: string, token?: string, json?: boolean }} */ (command.optsWithGlobals());
-  const client = new AdminClient({ url: globals.url ?? runtime.env.TOLLGATE_URL, token: globals.token ?? runtime.env.TOLLGATE_ADMIN_TOKEN });
+  const globals = /** @type {{ url?: string, token?: string, json?: boolean, insecureHttp?: boolean }} */ (command.optsWithGlobals());
+  const client = new AdminClient({ url: globals.url ?? runtime.env.TOLLGATE_URL, token: globals.token ?? runtime.env.TOLLGATE_ADMIN_TOKEN, insecureHttp: globals.insecureHttp === true });
   return { client, output: { out: runtime.out, err: runtime.err, json: globals.json === true } };
 }

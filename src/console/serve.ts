@@ -1,4 +1,4 @@
-// The browser console (DESIGN §17): static files in ./public, uploaded with
+// The browser console: static files in ./public, uploaded with
 // the Worker as Workers Static Assets (wrangler.toml [assets]) and reachable
 // only through the ASSETS binding: `run_worker_first = true` sends every
 // request to the Worker, so only the paths below ever serve a file, and the

@@ -1,4 +1,4 @@
-// Query helpers for blocks (DESIGN §15): one row per canonical target, which
+// Query helpers for blocks: one row per canonical target, which
 // the admin API has validated and normalised (src/admin/caller-keys.ts).
 import { asc, eq, gt, isNull, or } from "drizzle-orm";
 import type { Db } from "./client";

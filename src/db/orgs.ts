@@ -1,4 +1,4 @@
-// Query helpers for orgs and their member tenants (DESIGN §16). Membership is
+// Query helpers for orgs and their member tenants. Membership is
 // the tenants.org column; the foreign key from it to orgs.slug refuses an org
 // deleted while a tenant names it even if two admin calls race.
 import { and, asc, count, eq, gt, notExists, type SQL, sql } from "drizzle-orm";

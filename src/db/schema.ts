@@ -4,7 +4,7 @@
 
 import { type AnySQLiteColumn, index, integer, primaryKey, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
 
-/** Groups of tenants with a quota over all of them (DESIGN §16). */
+/** Groups of tenants with a quota over all of them. */
 export const orgs = sqliteTable("orgs", {
   /** Same rule as a tenant slug. */
   slug: text("slug").primaryKey(),
@@ -72,7 +72,7 @@ export const callerOverrides = sqliteTable("caller_overrides", {
 });
 
 /**
- * Callers, tenants and networks refused with 403 `blocked` (DESIGN §15). One
+ * Callers, tenants and networks refused with 403 `blocked`. One
  * row per target: blocking a target again replaces its expiry and reason.
  */
 export const blocks = sqliteTable(

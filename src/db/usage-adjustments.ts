@@ -1,4 +1,4 @@
-// Reconciliation's reads and writes (DESIGN §16): a tenant's metered total
+// Reconciliation's reads and writes: a tenant's metered total
 // of a metric over its whole history (every usage_monthly row of the metric
 // plus every adjustment), and the append-only correction. A correction is
 // written only if the total is still what the check saw, so two runs at once,

@@ -1,11 +1,13 @@
-// Per-tenant monthly metering (DESIGN §6, issue 6 item 2): `requests`
+// Per-tenant monthly metering: `requests`
 // (admitted requests), `bytes_in` (request body bytes forwarded),
 // `bytes_stored` (the quota object's signed delta: + on commit, − on remove)
-// and `stream_seconds` (WebSocket streams held open, DESIGN §13),
+// and `stream_seconds` (WebSocket streams held open),
 // per tenant and UTC calendar month. Each isolate sums deltas in memory and
 // writes them in the background (waitUntil) at most once per
-// usage.flush_interval_s, as upserts that ADD to usage_monthly.value, so two
-// isolates flushing at once never overwrite each other.
+// usage.flush_interval_s while it is busy, and at once when a request ends
+// with no other in flight (flushIdle: no later request may come to carry
+// them), as upserts that ADD to usage_monthly.value, so two isolates
+// flushing at once never overwrite each other.
 //
 // It never blocks or fails a request: `add` is a Map update and `maybeFlush`
 // only hands a promise to waitUntil; a flush's error is logged (by name: a D1
@@ -20,8 +22,8 @@ import { periodOf } from "./usage-monthly";
 import { errorName, log } from "../log/logger";
 
 /**
- * `stream_seconds`: how long the tenant's WebSocket streams stayed open (DESIGN §13), whole seconds, each stream rounded up.
- * `units:<category>`: what response-priced routes cost (DESIGN §14), in the category's units.
+ * `stream_seconds`: how long the tenant's WebSocket streams stayed open, whole seconds, each stream rounded up.
+ * `units:<category>`: what response-priced routes cost, in the category's units.
  */
 export type MeterMetric = "requests" | "bytes_in" | "bytes_stored" | "stream_seconds" | `units:${string}`;
 
@@ -144,6 +146,30 @@ export class UsageMeter {
       // No execution context (the app called without one): the write still runs.
     }
     return true;
+  }
+
+  /** Whether anything waits for a flush. */
+  get hasPending(): boolean {
+    return this.#pending.size > 0;
+  }
+
+  /**
+   * Starts a flush now, whatever the interval, when something is pending:
+   * for an isolate with no other request in flight, which may see no other
+   * request for a long time (a quiet gateway), so nothing metered waits for
+   * one. A flush already running is followed by another once it ends. Hands
+   * the work to `waitUntil`; never throws, the promise never rejects.
+   */
+  flushIdle(db: () => Db, nowMs: number, waitUntil: (p: Promise<unknown>) => void): void {
+    if (this.#pending.size === 0) return;
+    const running = this.#inFlight;
+    // The follow-up finds the adds of every request that asked meanwhile: the first one to run takes them all.
+    const work = running === null ? this.#flush(db, nowMs) : running.then(() => (this.#pending.size === 0 || this.#inFlight !== null ? undefined : this.#flush(db, nowMs)));
+    try {
+      waitUntil(work);
+    } catch {
+      // No execution context: the write still runs.
+    }
   }
 
   /**

@@ -1,7 +1,7 @@
-// The edge's side of the LimitLedger protocol (DESIGN §11): which object is
+// The edge's side of the LimitLedger protocol: which object is
 // called (one per subject, `idFromName(subject)`), with what, and what the
 // answers mean. Leasing is driven by src/limits/global-leases.ts; explain and
-// reset (DESIGN §15) call ledgerStandingOf and resetLedger.
+// reset call ledgerStandingOf and resetLedger.
 //
 // askLedger and the background calls throw on I/O failure (the lease layer
 // takes `global.on_error`'s course); none of them is retried: a grant whose
@@ -56,12 +56,12 @@ export async function giveBackToLedger(ns: LedgerNamespace, returns: readonly Re
   );
 }
 
-/** A response-priced settlement (DESIGN §14) of `units` on the subject's global `limits` in `category`. */
+/** A response-priced settlement of `units` on the subject's global `limits` in `category`. */
 export async function settleOnLedger(ns: LedgerNamespace, subject: string, category: string, limits: readonly Limit[], kind: "debt" | "refund", units: number, nowMs: number): Promise<LedgerFigures[]> {
   return ledgerOf(ns, subject).settle({ category, nowMs, kind, units, limits: limits.map(ledgerLimitOf) });
 }
 
-/** One global limit as the ledger stands: what explain shows for it (DESIGN §15). */
+/** One global limit as the ledger stands: what explain shows for it. */
 export interface LedgerStanding {
   readonly limit: Limit;
   /** Whole spends of cost 1 the ledger would still grant now (leases already out are spent in its eyes). */
@@ -84,7 +84,7 @@ export async function ledgerStandingOf(ns: LedgerNamespace, subject: string, cat
 }
 
 /**
- * Forgets every global limit state of `subject` in its ledger (DESIGN §15's
+ * Forgets every global limit state of `subject` in its ledger (docs/design.md's
  * reset). Returns how many states it held. Throws when the ledger cannot be
  * reached. Leases already out in isolates stay spendable until they expire
  * (at most L); the isolate that calls this should also drop its own

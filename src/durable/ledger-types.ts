@@ -1,4 +1,4 @@
-// What the edge and LimitLedger say to each other (DESIGN §11), and the
+// What the edge and LimitLedger say to each other, and the
 // runtime checks the object makes on it. A failed check is a bug at the edge,
 // so it throws a TypeError naming the field, which RPC carries back.
 //

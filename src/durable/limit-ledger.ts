@@ -1,7 +1,7 @@
 // LimitLedger: one SQLite Durable Object per subject (`idFromName` of the
 // subject string: `key:<sha256>`, `jwt:<hex>`, `tenant:<slug>`,
 // `ip:<address or /64>`, `anonymous`), holding the authoritative GCRA state of
-// that subject's global limits (DESIGN §11). Isolates lease units from it and
+// that subject's global limits. Isolates lease units from it and
 // spend them with no I/O; every move is the engine's exact arithmetic
 // (src/engine/ledger-gcra.ts), decided and written inside one
 // `transactionSync` with no await before it, so calls from any number of
@@ -99,7 +99,7 @@ export class LimitLedger extends DurableObject<Env> {
     return { creditedUnits };
   }
 
-  /** A response-priced settlement (DESIGN §14): a debt charged unconditionally, or a refund never before now. Returns each limit's figures after it. */
+  /** A response-priced settlement: a debt charged unconditionally, or a refund never before now. Returns each limit's figures after it. */
   settle(req: LedgerSettleRequest): Promise<LedgerFigures[]> {
     this.#calls++;
     return this.#settle(settleInput(req));

@@ -1,4 +1,4 @@
-// The object name a quota route stores (DESIGN §5): the route's `:object`
+// The object name a quota route stores: the route's `:object`
 // parameter, percent-decoded. Pure: no Workers API, no I/O, so the edge can
 // check a name before it calls any Durable Object.
 //
@@ -7,7 +7,7 @@
 // (nearly all do). Storing the raw spelling would count one stored object
 // twice, and a delete spelled differently from its upload would leave the
 // bytes counted. One decoded spelling per object avoids both. (The path has
-// already been refused at §3 step 0 when it holds `%2F`, `%5C` or `%00`, so a
+// already been refused at pipeline step 0 when it holds `%2F`, `%5C` or `%00`, so a
 // decoded name never holds a `/`, `\` or NUL that came from an escape.)
 
 /** The most bytes (UTF-8, after decoding) an object name may have; S3's key limit. */

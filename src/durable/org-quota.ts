@@ -1,5 +1,5 @@
 // OrgQuota: one SQLite Durable Object per org (`idFromName(org)`), holding
-// the org's storage quota across its tenants (DESIGN §16).
+// the org's storage quota across its tenants.
 //
 // Each tenant's own TenantQuota stays the truth for its usage. The org keeps,
 // per member, the newest TenantReport it has seen: committed bytes and

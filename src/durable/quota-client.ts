@@ -1,4 +1,4 @@
-// The edge's side of the quota protocol (DESIGN §5, §16), in one place: what
+// The edge's side of the quota protocol, in one place: what
 // to call on the tenant's TenantQuota and the org's OrgQuota, in which order,
 // and what each answer means. Every function returns a tagged outcome and
 // never throws for a refusal or an unreachable object; the edge maps the

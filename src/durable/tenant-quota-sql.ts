@@ -131,6 +131,7 @@ export const SQL = {
          FROM (SELECT object, MAX(bytes) AS top FROM reservations GROUP BY object) AS r
          LEFT JOIN owners AS o ON o.object = r.object`,
   liveCount: `SELECT COUNT(*) AS n FROM reservations`,
+  lastByteChange: `SELECT MAX(at) AS at FROM ledger WHERE delta_bytes <> 0`,
   liveReservations: `SELECT id, object FROM reservations`,
   dueReservations: `SELECT id, object, bytes, expires_at FROM reservations WHERE expires_at <= ? ORDER BY expires_at, id`,
   nextExpiry: `SELECT MIN(expires_at) AS at FROM reservations`,

@@ -51,6 +51,11 @@ export class TenantQuotaStore {
     return this.#sql.exec<{ n: number }>(SQL.liveCount).one().n;
   }
 
+  /** When the committed bytes last changed (Unix ms), as far back as the ledger keeps; null when it holds no change. */
+  lastByteChangeMs(): number | null {
+    return this.#sql.exec<{ at: number | null }>(SQL.lastByteChange).one().at;
+  }
+
   /** Marks a change, so the org can tell this report from older ones. */
   changed(): void {
     this.#sql.exec(SQL.bumpSeq);

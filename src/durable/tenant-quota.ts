@@ -123,6 +123,11 @@ export class TenantQuota extends DurableObject<Env> {
     return { bytes: committed.bytes, objects: committed.objects, reserved_bytes: held.bytes, reserved_objects: held.objects, reservations: this.#store.liveCount() };
   }
 
+  /** When the committed bytes last changed (Unix ms), or null: reconcile leaves a drift younger than the metering flush alone. */
+  lastByteChangeMs(): number | null {
+    return this.#store.lastByteChangeMs();
+  }
+
   /** The tenant's figures now, for its org (OrgQuota pulls them when it joins the tenant or its view is old). */
   report(): TenantReport {
     return this.#store.report();

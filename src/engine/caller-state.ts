@@ -1,6 +1,6 @@
 // One caller's state under one limit, read or dropped without charging: what
 // the admin API's explain (GET /callers/{caller_key}) shows and its reset
-// (DELETE /callers/{caller_key}/state) does, DESIGN §15. Not on the request path.
+// (DELETE /callers/{caller_key}/state) does, docs/design.md. Not on the request path.
 import { remainingOf } from "./gcra";
 import type { Limit } from "./limit";
 import type { LimiterTable } from "./limiter-table";
@@ -17,7 +17,7 @@ export interface LimitStanding {
  * Where `subject` stands under `limit` in `category` at `nowMs` (whole ms; a
  * fraction is dropped), charging nothing. After an admitted spend at the
  * same nowMs these are that decision's header figures for the limit; a state
- * the table has forgotten (DESIGN §4) reads as fully earned back, as admit()
+ * the table has forgotten reads as fully earned back, as admit()
  * would treat it.
  */
 export function peekLimit(table: LimiterTable, subject: string, category: string, limit: Limit, nowMs: number): LimitStanding {

@@ -1,4 +1,4 @@
-// The admission decision: exact GCRA (DESIGN §4) over every limit of every
+// The admission decision: exact GCRA over every limit of every
 // charge, all or nothing.
 //
 // Per (subject, category, limit) the state is one instant TAT. At whole-ms time
@@ -45,13 +45,21 @@ export interface Decision {
   readonly deniedChargeIndex: number;
   /** Denied: that limit. Allowed: the limit with the least remaining (ties: longest reset, then first). Null when nothing was metered. */
   readonly tightest: HeaderFigures | null;
+  /** Denied: every limit the spend did not fit (the 429's `violated-policies`); absent means only `tightest`'s. */
+  readonly violated?: readonly PolicyRef[];
+}
+
+/** A limit of one charge: charges[chargeIndex], one of its limits. */
+export interface PolicyRef {
+  readonly chargeIndex: number;
+  readonly limit: Limit;
 }
 
 const ALLOWED_UNMETERED: Decision = Object.freeze({ allowed: true, retryAfterMs: 0, deniedChargeIndex: -1, tightest: null });
 
 /** Whole cost-1 spends that still fit a state of TAT − t = relUnits: floor((B·T − (E − t)) / T), at least 0. */
 /**
- * A response-priced debt (DESIGN §14) as a move of one state, `relUnits`
+ * A response-priced debt as a move of one state, `relUnits`
  * ahead of now: `units` charged whatever the limit says, even past the
  * burst, but capped at MAX_EXACT_UNITS − MAX_COST·T ahead so that one admit()
  * check on top stays exact. The limiter table's settlement and the ledger's
@@ -64,7 +72,7 @@ export function debtUnitsAfter(limit: Limit, relUnits: number, units: number): n
   return units > floorDiv(capUnits - relUnits, limit.intervalUnits) ? capUnits : relUnits + units * limit.intervalUnits;
 }
 
-/** A response-priced refund (DESIGN §14) as a move: `units` given back, never before now (0: no state left). */
+/** A response-priced refund as a move: `units` given back, never before now (0: no state left). */
 export function refundUnitsAfter(limit: Limit, relUnits: number, units: number): number {
   return units >= ceilDiv(relUnits, limit.intervalUnits) ? 0 : relUnits - units * limit.intervalUnits;
 }
@@ -79,7 +87,7 @@ export function remainingOf(limit: Limit, relUnits: number): number {
 // without a tenant): the same rule as admit()'s loops below, without the
 // scratch arrays, which cost about a fifth of a decision. The property tests
 // hold both paths to the reference model.
-function admitOne(table: LimiterTable, charge: Charge, limit: Limit, t: number, write: boolean): Decision {
+function admitOne(table: LimiterTable, charge: Charge, limit: Limit, t: number, write: boolean, placeMs: number): Decision {
   const cost = charge.cost;
   table.hashKey(charge.subject, charge.category);
   const setHash = table.setHashOf(limit);
@@ -97,12 +105,13 @@ function admitOne(table: LimiterTable, charge: Charge, limit: Limit, t: number, 
       retryAfterMs: ceilDiv(delayUnits, unitsPerMs),
       deniedChargeIndex: 0,
       tightest: { chargeIndex: 0, limit, remaining: remainingOf(limit, dUnits), resetMs: ceilDiv(dUnits, unitsPerMs) },
+      violated: [{ chargeIndex: 0, limit }],
     };
   }
   const x = cost * limit.intervalRemUnits - preDeficit;
   const roundUpMs = x <= 0 ? 0 : x <= unitsPerMs ? 1 : ceilDiv(x, unitsPerMs);
   const resetMs = preAheadMs + cost * limit.intervalWholeMs + roundUpMs;
-  if (write) table.write(slot, setHash, tag, t, resetMs, roundUpMs * unitsPerMs - x);
+  if (write) table.write(slot, setHash, tag, placeMs, resetMs + (t - placeMs), roundUpMs * unitsPerMs - x);
   return { allowed: true, retryAfterMs: 0, deniedChargeIndex: -1, tightest: { chargeIndex: 0, limit, remaining: remainingOf(limit, afterUnits), resetMs } };
 }
 
@@ -118,24 +127,36 @@ function isCost(cost: number): boolean {
  * Throws RangeError for a cost that is not a whole number in 0..MAX_COST (a bug).
  */
 export function admit(table: LimiterTable, charges: readonly Charge[], nowMs: number): Decision {
-  return decide(table, charges, nowMs, true);
+  return decide(table, charges, nowMs, true, nowMs);
+}
+
+/**
+ * admit() as of a later whole-ms instant `atMs` (a request held until then,
+ * src/limits/delay.ts), the table placing the new states as of `nowMs`: a
+ * state another key holds until some instant between now and atMs is still
+ * live now, and must not be taken for a free slot.
+ */
+export function admitAt(table: LimiterTable, charges: readonly Charge[], atMs: number, nowMs: number): Decision {
+  return decide(table, charges, atMs, true, Math.min(Math.floor(nowMs), Math.floor(atMs)));
 }
 
 /**
  * The Decision admit() would return, charging nothing: "would this spend fit
- * now?" The auth-failure gate asks it before every credential lookup (DESIGN
- * §3 step 2); only a refused credential is then charged with admit(). For an
+ * now?" The auth-failure gate asks it before every credential lookup (docs/design.md,
+ * pipeline step 2); only a refused credential is then charged with admit(). For an
  * allowed answer, `tightest` describes the state as it would be after the spend.
  */
 export function wouldAdmit(table: LimiterTable, charges: readonly Charge[], nowMs: number): Decision {
-  return decide(table, charges, nowMs, false);
+  return decide(table, charges, nowMs, false, nowMs);
 }
 
-function decide(table: LimiterTable, charges: readonly Charge[], nowMs: number, write: boolean): Decision {
+// placeMs (<= nowMs): the instant the table's slot housekeeping runs at (admitAt's now); the decision itself is at nowMs.
+function decide(table: LimiterTable, charges: readonly Charge[], nowMs: number, write: boolean, placeMs: number): Decision {
   const t = Math.floor(nowMs);
+  const place = Math.floor(placeMs);
   if (charges.length === 1) {
     const only = charges[0]!;
-    if (only.limits.length === 1 && only.cost > 0 && isCost(only.cost)) return admitOne(table, only, only.limits[0]!, t, write);
+    if (only.limits.length === 1 && only.cost > 0 && isCost(only.cost)) return admitOne(table, only, only.limits[0]!, t, write, place);
   }
   let most = 0;
   for (let c = 0; c < charges.length; c++) most += charges[c]!.limits.length;
@@ -155,6 +176,8 @@ function decide(table: LimiterTable, charges: readonly Charge[], nowMs: number, 
   let retryAfterMs = 0;
   let deniedChargeIndex = -1;
   let worstEntry = -1;
+  // Entries some spend did not fit (allocated only for a denial).
+  let violated: number[] | null = null;
 
   for (let c = 0; c < charges.length; c++) {
     const charge = charges[c]!;
@@ -198,6 +221,8 @@ function decide(table: LimiterTable, charges: readonly Charge[], nowMs: number, 
         pRelUnits[entry] = afterUnits;
       } else {
         pRelUnits[entry] = dUnits;
+        if (violated === null) violated = [entry];
+        else if (!violated.includes(entry)) violated.push(entry);
         const delayMs = ceilDiv(delayUnits, limit.unitsPerMs);
         if (delayMs > retryAfterMs) {
           retryAfterMs = delayMs;
@@ -217,6 +242,7 @@ function decide(table: LimiterTable, charges: readonly Charge[], nowMs: number, 
       retryAfterMs,
       deniedChargeIndex,
       tightest: { chargeIndex: deniedChargeIndex, limit, remaining: remainingOf(limit, relUnits), resetMs: ceilDiv(relUnits, limit.unitsPerMs) },
+      violated: violated!.map((e) => ({ chargeIndex: pChargeIndex[e]!, limit: charges[pChargeIndex[e]!]!.limits[pLimitIndex[e]!]! })),
     };
   }
 
@@ -233,7 +259,7 @@ function decide(table: LimiterTable, charges: readonly Charge[], nowMs: number, 
     const x = n * limit.intervalRemUnits - pPreDeficit[k]!;
     const roundUpMs = x <= 0 ? 0 : x <= unitsPerMs ? 1 : ceilDiv(x, unitsPerMs);
     const resetMs = pPreAheadMs[k]! + n * limit.intervalWholeMs + roundUpMs;
-    if (write) table.write(pSlot[k]!, pSetHash[k]!, pTag[k]!, t, resetMs, roundUpMs * unitsPerMs - x);
+    if (write) table.write(pSlot[k]!, pSetHash[k]!, pTag[k]!, place, resetMs + (t - place), roundUpMs * unitsPerMs - x);
     const remaining = remainingOf(limit, pRelUnits[k]!);
     if (remaining < tightRemaining || (remaining === tightRemaining && resetMs > tightResetMs)) {
       tightEntry = k;

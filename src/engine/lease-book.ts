@@ -1,4 +1,4 @@
-// An isolate's leases on global limits (DESIGN §11), as pure bookkeeping: no
+// An isolate's leases on global limits, as pure bookkeeping: no
 // I/O, no promises, time as `nowMs`. src/limits/global-leases.ts does the
 // ledger calls around it; the property test drives it against a simulated
 // ledger and clock.

@@ -1,4 +1,4 @@
-// The shapes of an isolate's leases on global limits (DESIGN §11), and the
+// The shapes of an isolate's leases on global limits, and the
 // bound they keep: what lease-book.ts keeps per (subject, category) and
 // limit, what a request takes, what an ask says and what the ledger answers.
 import type { Limit } from "./limit";
@@ -6,7 +6,7 @@ import type { Limit } from "./limit";
 /** Slots (distinct global limits) one (subject, category) keeps; a config change can bring new ones, the oldest go. */
 export const MAX_SLOTS_PER_GROUP = 6;
 
-/** L for a limit (DESIGN §11): max_overshoot × W, at least min_lease_ms, in whole ms (rounded up). */
+/** L for a limit: max_overshoot × W, at least min_lease_ms, in whole ms (rounded up). */
 export function leaseMsFor(limit: Limit, maxOvershoot: number, minLeaseMs: number): number {
   // The 1e-9 keeps 0.02 × 3000 (60.000000000000014 in binary) from rounding up to 61.
   return Math.max(Math.ceil(maxOvershoot * limit.windowMs - 1e-9), Math.ceil(minLeaseMs));

@@ -1,11 +1,11 @@
-// Exact GCRA on one explicit state (DESIGN §11): the moves of a global
+// Exact GCRA on one explicit state: the moves of a global
 // limit's authoritative state, kept by the LimitLedger Durable Object and by
 // the property test's simulated ledger alike. The same rule and the same
 // exact units as gcra.ts (see limit.ts): the state is held as the limiter
 // table holds it, TAT rounded up to a whole ms plus a deficit in the limit's
 // units, so it stores as two integers.
 //
-// - grant: a lease of g units is one spend of g (DESIGN §4's rule), so
+// - grant: a lease of g units is one spend of g, so
 //   grants never exceed the limit. g is at least the asker's `need`, at most
 //   its `want`, and never more than half the room left after `need`: as the
 //   ledger nears the limit, leases shrink to the single exact spend asked for.
@@ -18,7 +18,7 @@
 //   is then unbounded); with this credit every state stays at least the
 //   state of an exact GCRA fed only the units actually spent, at their grant
 //   times, which is what the bound B + (Δ + L)·C/W rests on (docs/global-limits.md).
-// - debt / refund: a response-priced settlement (DESIGN §14), as
+// - debt / refund: a response-priced settlement, as
 //   src/proxy/response-cost-gcra.ts does it on the limiter table.
 import { MAX_COST, type Limit } from "./limit";
 import { ceilDiv, floorDiv } from "./exact-division";
@@ -78,7 +78,7 @@ function isWhole(n: number, min: number, max: number): boolean {
 /**
  * A lease for a spend of `need` units (1..MAX_COST): granted with g units,
  * need <= g <= max(need, want), when a spend of `need` fits at `nowMs` —
- * DESIGN §4's rule, an oversize need (above the burst) included — else the
+ * docs/design.md's rule, an oversize need (above the burst) included — else the
  * exact delay in whole ms, rounded up, after which it would fit if nothing
  * else were spent. Throws RangeError for a need or want out of range (a bug).
  */
@@ -121,14 +121,14 @@ export function giveBack(limit: Limit, state: GcraState, units: number, grantedA
   return { state: stateAt(limit, rel - credit, t), creditedUnits: credit };
 }
 
-/** A response-priced debt (DESIGN §14): `units` charged whatever the limit says, capped so the state stays exact. */
+/** A response-priced debt: `units` charged whatever the limit says, capped so the state stays exact. */
 export function chargeDebtOn(limit: Limit, state: GcraState, units: number, nowMs: number): GcraState {
   if (!isWhole(units, 0, Number.MAX_SAFE_INTEGER)) throw new RangeError("units must be a whole number >= 0");
   const t = Math.floor(nowMs);
   return stateAt(limit, debtUnitsAfter(limit, aheadUnits(limit, state, t), units), t);
 }
 
-/** A response-priced refund (DESIGN §14): `units` given back, never before now. */
+/** A response-priced refund: `units` given back, never before now. */
 export function refundOn(limit: Limit, state: GcraState, units: number, nowMs: number): GcraState {
   if (!isWhole(units, 0, Number.MAX_SAFE_INTEGER)) throw new RangeError("units must be a whole number >= 0");
   const t = Math.floor(nowMs);

@@ -19,7 +19,7 @@
 import { mix32, mixWhole, fmix32 } from "./hash32";
 
 /**
- * Where a limit's state lives (DESIGN §11): "isolate" meters in each isolate
+ * Where a limit's state lives: "isolate" meters in each isolate
  * on its own; "global" holds across every isolate through leases from the
  * subject's LimitLedger Durable Object.
  */
@@ -31,6 +31,8 @@ export interface LimitSpec {
   window_s: number;
   burst?: number;
   scope?: LimitScope;
+  /** Hold a request whose exact retry delay is at most this many ms instead of refusing it (0 or absent: refuse). */
+  delay_max_ms?: number;
 }
 
 /** A validated limit with everything the admission rule needs precomputed. Frozen; compare by value, not identity. */
@@ -40,6 +42,8 @@ export interface Limit {
   readonly burst: number;
   /** As written, or the default scope it was compiled with. */
   readonly scope: LimitScope;
+  /** A denial by this limit whose exact retry delay is at most this is held rather than refused; 0 = never held. Not part of the state's identity. */
+  readonly delayMaxMs: number;
   readonly windowMs: number;
   /** The metering unit is 1/unitsPerMs ms (C/g; 1 whenever T is a whole number of ms). */
   readonly unitsPerMs: number;
@@ -62,13 +66,15 @@ export const MAX_COUNT = 1_000_000_000;
 export const MAX_BURST = 1_000_000_000;
 /** 366 days. */
 export const MAX_WINDOW_S = 31_622_400;
+/** The longest a request may be held rather than refused (`delay_max_ms`). */
+export const MAX_DELAY_MS = 10_000;
 /** The largest cost of one spend (routes' charges); part of the exactness bound. */
 export const MAX_COST = 10_000;
 /** The largest number of units a state plus a spend may reach (see the header comment). */
 export const MAX_EXACT_UNITS = 2 ** 52;
 
 /** The fields a limit may have: a typo such as `scpoe` is refused, not ignored. */
-const LIMIT_FIELDS: ReadonlySet<string> = new Set(["count", "window_s", "burst", "scope"]);
+const LIMIT_FIELDS: ReadonlySet<string> = new Set(["count", "window_s", "burst", "scope", "delay_max_ms"]);
 
 function isWholeIn(value: unknown, min: number, max: number): value is number {
   return typeof value === "number" && Number.isInteger(value) && value >= min && value <= max;
@@ -86,8 +92,8 @@ function gcd(a: number, b: number): number {
 /** Null when `spec` is a valid limit, else a short reason naming the field. */
 export function limitError(spec: unknown): string | null {
   if (typeof spec !== "object" || spec === null || Array.isArray(spec)) return "a limit must be an object {count, window_s, burst?, scope?}";
-  for (const field of Object.keys(spec)) if (!LIMIT_FIELDS.has(field)) return `${field.slice(0, 40)} is not a known limit field (count, window_s, burst, scope)`;
-  const { count, window_s: windowS, burst, scope } = spec as Record<string, unknown>;
+  for (const field of Object.keys(spec)) if (!LIMIT_FIELDS.has(field)) return `${field.slice(0, 40)} is not a known limit field (count, window_s, burst, scope, delay_max_ms)`;
+  const { count, window_s: windowS, burst, scope, delay_max_ms: delayMaxMs } = spec as Record<string, unknown>;
   if (!isWholeIn(count, 1, MAX_COUNT)) return `count must be a whole number > 0 and <= ${MAX_COUNT}`;
   if (typeof windowS !== "number" || !Number.isFinite(windowS) || windowS <= 0) return "window_s must be a finite number of seconds > 0";
   if (windowS > MAX_WINDOW_S) return `window_s must be <= ${MAX_WINDOW_S} (366 days)`;
@@ -96,6 +102,7 @@ export function limitError(spec: unknown): string | null {
   if (windowMs === 0 || windowMs / 1000 !== windowS) return "window_s must be a whole number of milliseconds (e.g. 0.25, not 0.0001)";
   if (burst !== undefined && !isWholeIn(burst, 1, MAX_BURST)) return `burst must be a whole number > 0 and <= ${MAX_BURST}`;
   if (scope !== undefined && scope !== "isolate" && scope !== "global") return 'scope must be "isolate" or "global"';
+  if (delayMaxMs !== undefined && !isWholeIn(delayMaxMs, 0, MAX_DELAY_MS)) return `delay_max_ms must be a whole number of ms from 0 to ${MAX_DELAY_MS}`;
   const burstCount = burst ?? count;
   const intervalUnits = windowMs / gcd(windowMs, count);
   if ((burstCount + 2 * MAX_COST) * intervalUnits > MAX_EXACT_UNITS) {
@@ -132,6 +139,7 @@ export function compileLimit(spec: LimitSpec, defaultScope: LimitScope = "isolat
     windowS: spec.window_s,
     burst,
     scope,
+    delayMaxMs: spec.delay_max_ms ?? 0,
     windowMs,
     unitsPerMs,
     intervalUnits,

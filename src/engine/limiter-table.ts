@@ -1,7 +1,7 @@
 // The isolate's limiter state: a fixed-size table of GCRA states in one
 // preallocated ArrayBuffer. It never grows with the number of callers; when
 // the small part of it a key may use is full, the state earned back soonest
-// is forgotten, the incoming one included (DESIGN §4).
+// is forgotten, the incoming one included.
 //
 // Layout: sets of WAYS = 4 slots of 16 bytes (four 32-bit words), one set per
 // 64-byte cache line. A slot holds

@@ -1,4 +1,4 @@
-// Network blocks (`net:<CIDR>` targets, DESIGN §15): which block, if any,
+// Network blocks (`net:<CIDR>` targets, docs/design.md): which block, if any,
 // covers a client address. Checked on every request before anything else,
 // against up to tens of thousands of blocks, so the blocks are compiled once
 // per snapshot into sorted disjoint ranges and a lookup is one binary search,

@@ -1,31 +1,53 @@
-// Rate-limit header values for a decision's tightest limit.
+// Rate-limit header values for a decision: every policy the request is
+// charged under, and the figures of the one closest to running out.
 //
-// RateLimit-Policy and RateLimit follow draft-ietf-httpapi-ratelimit-headers-11
-// (23 May 2026): both are Structured Field Lists whose items are a String
-// naming the policy, with parameters
-//   RateLimit-Policy: "<name>";q=<quota>;w=<window seconds>
-//   RateLimit:        "<name>";r=<available quota>;t=<effective window seconds>
-// w and t are whole seconds (the draft has no sub-second precision), so w is
-// left out for a window that is not a whole number of seconds, and t is
-// rounded up. Vendor parameters carry a prefix, as the draft asks:
-// tollgate-burst when the burst differs from the count.
+// RateLimit-Policy and RateLimit are Structured Field Lists (RFC 9651) whose
+// items are a String naming the policy, with parameters. Two versions of the
+// IETF httpapi ratelimit-headers draft, chosen by `rate_limit_headers`:
+//   draft-11 (23 May 2026, the default)
+//     RateLimit-Policy: "<name>";q=<quota>;w=<window seconds>, …
+//     RateLimit:        "<name>";r=<available quota>;t=<effective window seconds>
+//   draft-12 (20 Nov 2026)
+//     RateLimit-Policy: as draft-11
+//     RateLimit:        "<name>";a=<available quota>;w=<effective window seconds>;c=<this request's cost>
+//     RateLimit-Partition: "<name>";pk=<who shares it>, …
+// RateLimit-Policy lists every policy charged for the request (each limit of
+// each subject with a cost), so a client sees the hourly window it will meet
+// after the per-minute one; RateLimit gives the one closest to running out.
+// RateLimit-Partition (draft-12) says, for each policy, whose quota it is: a
+// token naming the subject kind (key, jwt, tenant, ip, anonymous, admin) —
+// never the subject itself.
+//
+// Window figures are whole seconds (the draft has no sub-second precision),
+// so w is left out of a policy whose window is not a whole number of seconds,
+// and the effective window is rounded up. Vendor parameters carry a prefix, as
+// the draft asks: tollgate-burst when the burst differs from the count.
 //
 // Choices for GCRA:
 // - q/w are the sustained rate as configured (count per window_s).
-// - r is the number of cost-1 spends admitted right now, after this decision;
-//   it can exceed q when the burst is larger than the count.
-// - t and X-RateLimit-Reset are the seconds until the limit is fully earned
-//   back (r is back to the burst).
-// - X-RateLimit-Limit is the burst B: the most a full bucket admits at once,
-//   so Remaining never exceeds Limit.
+// - r (a) is the number of cost-1 spends admitted right now, after this
+//   decision; it can exceed q when the burst is larger than the count.
+// - t (w on RateLimit) and X-RateLimit-Reset are the seconds until the limit is
+//   fully earned back (r is back to the burst).
+// - c is the request's cost in that policy's category (the sum when one
+//   request spends twice on the same limit).
+// - X-RateLimit-Limit is q, the same limit RateLimit-Policy describes (count
+//   per window_s); X-RateLimit-Remaining is r, so with a burst larger than
+//   the count Remaining can exceed Limit (up to the burst, which the policy
+//   carries as tollgate-burst).
 // The policy name is "<category>-<subject kind>-<window>", e.g.
 // "request-ip-60s": never the subject itself, so no caller key, address or
-// credential reaches a header.
+// credential reaches a header. Two policies of one request that would share a
+// name (two limits of one subject with the same window) get "-2", "-3".
 import type { Charge, Decision } from "./gcra";
-import type { Limit } from "./limit";
+import { type Limit, sameLimit } from "./limit";
 import { subjectKindOf } from "./resolve-limits";
 
 export type HeaderList = readonly (readonly [name: string, value: string])[];
+
+/** The draft revision the RateLimit fields follow (`rate_limit_headers`). */
+export type HeaderVersion = "draft-11" | "draft-12";
+export const HEADER_VERSIONS: readonly HeaderVersion[] = ["draft-11", "draft-12"];
 
 const NO_HEADERS: HeaderList = Object.freeze([]);
 
@@ -38,33 +60,145 @@ function windowLabel(limit: Limit): string {
   return limit.windowMs % 1000 === 0 ? `${limit.windowMs / 1000}s` : `${limit.windowMs}ms`;
 }
 
+// Headers are built for every charged request: what depends only on a
+// category or a compiled limit is computed once. Categories come from the
+// config and routes (bounded); the memo is capped all the same.
+const SAFE_CATEGORIES = new Map<string, string>();
+const MAX_SAFE_CATEGORIES = 1024;
+const LIMIT_TEXT = new WeakMap<Limit, { readonly window: string; readonly params: string }>();
+
+function safeCategoryOf(category: string): string {
+  let safe = SAFE_CATEGORIES.get(category);
+  if (safe === undefined) {
+    safe = category.replace(/[^A-Za-z0-9_.-]/g, "_").slice(0, 32);
+    if (SAFE_CATEGORIES.size < MAX_SAFE_CATEGORIES) SAFE_CATEGORIES.set(category, safe);
+  }
+  return safe;
+}
+
+/** A limit's window label and its RateLimit-Policy parameters (`;q=…;w=…`), computed once per compiled limit. */
+function limitText(limit: Limit): { readonly window: string; readonly params: string } {
+  let text = LIMIT_TEXT.get(limit);
+  if (text === undefined) {
+    let params = `;q=${limit.count}`;
+    if (limit.windowMs % 1000 === 0) params += `;w=${limit.windowMs / 1000}`;
+    if (limit.burst !== limit.count) params += `;tollgate-burst=${limit.burst}`;
+    text = { window: windowLabel(limit), params };
+    LIMIT_TEXT.set(limit, text);
+  }
+  return text;
+}
+
 /** The policy name: safe as a Structured Field String (no quote or backslash), and free of any subject. */
 export function policyName(category: string, subject: string, limit: Limit): string {
-  const safeCategory = category.replace(/[^A-Za-z0-9_.-]/g, "_").slice(0, 32);
-  return `${safeCategory}-${subjectKindOf(subject) ?? "subject"}-${windowLabel(limit)}`;
+  return `${safeCategoryOf(category)}-${subjectKindOf(subject) ?? "subject"}-${limitText(limit).window}`;
+}
+
+/** One policy of a request: a limit of a charge, its name, and the request's cost under it. */
+interface Policy {
+  readonly chargeIndex: number;
+  readonly subject: string;
+  readonly category: string;
+  readonly limit: Limit;
+  readonly name: string;
+  cost: number;
+}
+
+function samePolicy(p: Policy, subject: string, category: string, limit: Limit): boolean {
+  return p.subject === subject && p.category === category && (p.limit === limit || sameLimit(p.limit, limit));
+}
+
+/** Every (charge, limit) with a cost, once each, in charge order, named uniquely. */
+function policiesOf(charges: readonly Charge[]): Policy[] {
+  const policies: Policy[] = [];
+  for (let c = 0; c < charges.length; c++) {
+    const charge = charges[c]!;
+    if (charge.cost <= 0) continue;
+    const limits = charge.limits;
+    for (let j = 0; j < limits.length; j++) {
+      const limit = limits[j]!;
+      let same: Policy | null = null;
+      for (let k = 0; k < policies.length && same === null; k++) if (samePolicy(policies[k]!, charge.subject, charge.category, limit)) same = policies[k]!;
+      if (same !== null) {
+        same.cost += charge.cost;
+        continue;
+      }
+      const base = policyName(charge.category, charge.subject, limit);
+      let name = base;
+      for (let n = 2; nameTaken(policies, name); n++) name = `${base}-${n}`;
+      policies.push({ chargeIndex: c, subject: charge.subject, category: charge.category, limit, name, cost: charge.cost });
+    }
+  }
+  return policies;
+}
+
+function nameTaken(policies: readonly Policy[], name: string): boolean {
+  for (let k = 0; k < policies.length; k++) if (policies[k]!.name === name) return true;
+  return false;
+}
+
+/** The policy a (charge index, limit) pair belongs to (a repeated spend is found under its first charge). */
+function policyAt(policies: readonly Policy[], charges: readonly Charge[], chargeIndex: number, limit: Limit): Policy | undefined {
+  const charge = charges[chargeIndex];
+  if (charge === undefined) return undefined;
+  for (let k = 0; k < policies.length; k++) if (samePolicy(policies[k]!, charge.subject, charge.category, limit)) return policies[k];
+  return undefined;
+}
+
+function policyItem(policy: Policy): string {
+  return `"${policy.name}"${limitText(policy.limit).params}`;
 }
 
 /**
- * RateLimit-Policy, RateLimit and X-RateLimit-Limit / -Remaining / -Reset for
- * the decision's tightest limit; empty when nothing was metered. Retry-After
- * is not included: see retryAfterSeconds.
+ * RateLimit-Policy (every policy charged), RateLimit (the decision's tightest:
+ * the denying limit, or the one with the least remaining), in draft-12 also
+ * RateLimit-Partition, and X-RateLimit-Limit / -Remaining / -Reset for the
+ * tightest; empty when nothing was metered. Retry-After is not included: see
+ * retryAfterSeconds.
  */
-export function rateLimitHeaders(decision: Decision, charges: readonly Charge[]): HeaderList {
+export function rateLimitHeaders(decision: Decision, charges: readonly Charge[], version: HeaderVersion = "draft-11"): HeaderList {
   const figures = decision.tightest;
   if (figures === null) return NO_HEADERS;
   const charge = charges[figures.chargeIndex];
   if (charge === undefined) throw new RangeError("decision does not belong to these charges");
   const limit = figures.limit;
-  const name = policyName(charge.category, charge.subject, limit);
+  const policies = policiesOf(charges);
+  let tightest = policyAt(policies, charges, figures.chargeIndex, limit);
+  if (tightest === undefined) {
+    // A charge of cost 0 (a denial names the spend it could not fit, which always has a cost; kept total for safety).
+    tightest = { chargeIndex: figures.chargeIndex, subject: charge.subject, category: charge.category, limit, name: policyName(charge.category, charge.subject, limit), cost: charge.cost };
+    policies.push(tightest);
+  }
   const resetS = Math.ceil(figures.resetMs / 1000);
-  let policy = `"${name}";q=${limit.count}`;
-  if (limit.windowMs % 1000 === 0) policy += `;w=${limit.windowMs / 1000}`;
-  if (limit.burst !== limit.count) policy += `;tollgate-burst=${limit.burst}`;
-  return [
-    ["RateLimit-Policy", policy],
-    ["RateLimit", `"${name}";r=${figures.remaining};t=${resetS}`],
-    ["X-RateLimit-Limit", String(limit.burst)],
-    ["X-RateLimit-Remaining", String(figures.remaining)],
-    ["X-RateLimit-Reset", String(resetS)],
-  ];
+  let policyList = "";
+  for (const policy of policies) policyList += (policyList === "" ? "" : ", ") + policyItem(policy);
+  const headers: [string, string][] = [["RateLimit-Policy", policyList]];
+  if (version === "draft-12") {
+    headers.push(["RateLimit", `"${tightest.name}";a=${figures.remaining};w=${resetS};c=${tightest.cost}`]);
+    let partitions = "";
+    for (const policy of policies) partitions += `${partitions === "" ? "" : ", "}"${policy.name}";pk=${subjectKindOf(policy.subject) ?? "subject"}`;
+    headers.push(["RateLimit-Partition", partitions]);
+  } else {
+    headers.push(["RateLimit", `"${tightest.name}";r=${figures.remaining};t=${resetS}`]);
+  }
+  headers.push(["X-RateLimit-Limit", String(limit.count)], ["X-RateLimit-Remaining", String(figures.remaining)], ["X-RateLimit-Reset", String(resetS)]);
+  return headers;
+}
+
+/**
+ * The names of the policies a denied decision did not fit (`violated-policies`
+ * in the 429 body), as RateLimit-Policy names them; empty when allowed.
+ */
+export function violatedPolicies(decision: Decision, charges: readonly Charge[]): string[] {
+  if (decision.allowed || decision.tightest === null) return [];
+  const policies = policiesOf(charges);
+  const refs = decision.violated ?? [{ chargeIndex: decision.tightest.chargeIndex, limit: decision.tightest.limit }];
+  const names: string[] = [];
+  for (const ref of refs) {
+    const policy = policyAt(policies, charges, ref.chargeIndex, ref.limit);
+    const charge = charges[ref.chargeIndex];
+    const name = policy?.name ?? (charge === undefined ? null : policyName(charge.category, charge.subject, ref.limit));
+    if (name !== null && !names.includes(name)) names.push(name);
+  }
+  return names;
 }

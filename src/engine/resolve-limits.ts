@@ -1,4 +1,4 @@
-// Which limits apply to a subject in a category (DESIGN §4). The most specific
+// Which limits apply to a subject in a category. The most specific
 // source that has an entry wins outright, with no mixing: an override for the
 // caller, the key's own limits, its tenant's limits for that subject kind, the
 // category's configured default, the built-in default, else an empty list
@@ -23,7 +23,7 @@ export interface LimitSources {
   defaults?: CategoryDefaults | null;
 }
 
-/** The built-in defaults of DESIGN §4, plus the auth-failure gate's limit for an address. */
+/** The built-in defaults of docs/design.md, plus the auth-failure gate's limit for an address. */
 export const BUILT_IN_LIMITS: CategoryDefaults = Object.freeze({
   request: Object.freeze({
     key: compileLimits([{ count: 1000, window_s: 1, burst: 2000 }]),
@@ -35,7 +35,7 @@ export const BUILT_IN_LIMITS: CategoryDefaults = Object.freeze({
       { count: 200_000, window_s: 3600 },
     ]),
   }),
-  // Stream rent (DESIGN §13): at the default 60 s period this pays for 120
+  // Stream rent: at the default 60 s period this pays for 120
   // streams held open for good; opening and closing streams spends it faster.
   stream_rent: Object.freeze({
     key: compileLimits([{ count: 120, window_s: 60 }]),
@@ -77,7 +77,7 @@ export function resolveLimits(category: string, kind: SubjectKind, sources: Limi
   return own(BUILT_IN_LIMITS, category)?.[kind] ?? NO_LIMITS;
 }
 
-/** Where a subject's limits in a category come from (DESIGN §15's `source`). */
+/** Where a subject's limits in a category come from. */
 export type LimitSource = "override" | "key" | "tenant" | "category" | "builtin";
 
 /**

@@ -9,7 +9,7 @@
 // `/files/a/b`; the rest is captured as params["*"]). Methods compare
 // case-insensitively; no method means any method.
 //
-// Spelling cannot dodge a route (DESIGN §3 step 0): the path given to match()
+// Spelling cannot dodge a route: the path given to match()
 // has its runs of `/` collapsed already (src/proxy/request-path.ts), a
 // trailing slash is ignored (`/objects/x/` matches `/objects/:object`), and
 // literal segments compare ignoring ASCII case unless the route says
@@ -17,6 +17,7 @@
 // `/OBJECTS/x` would otherwise reach the same handler unmetered). Parameters
 // are captured as sent.
 import { MAX_COST } from "./limit";
+import { parseStatusSet, type StatusSet } from "./status-match";
 
 export interface RouteSpec {
   method?: string;
@@ -27,12 +28,14 @@ export interface RouteSpec {
   quota?: "store" | "release";
   /** Compare literal segments exactly (default: ignoring ASCII case). */
   case_sensitive?: boolean;
-  /** Priced by the origin's answer (DESIGN §14); validated and compiled by the config (src/proxy/response-cost-spec.ts), opaque here. */
+  /** Priced by the origin's answer; validated and compiled by the config (src/proxy/response-cost-spec.ts), opaque here. */
   response_charge?: unknown;
+  /** The route's charges are taken only when the origin answers one of these statuses (codes or classes like "4xx"). */
+  charge_on_status?: readonly (number | string)[];
 }
 
 /** The fields a route may have: anything else is refused, so a typo is not silently ignored. */
-const ROUTE_FIELDS: ReadonlySet<string> = new Set(["method", "path", "charges", "quota", "case_sensitive", "response_charge", "origin"]);
+const ROUTE_FIELDS: ReadonlySet<string> = new Set(["method", "path", "charges", "quota", "case_sensitive", "response_charge", "origin", "charge_on_status"]);
 
 export interface RouteMatch {
   /** The matching entry's index in the routes list. */
@@ -41,6 +44,8 @@ export interface RouteMatch {
   charges: readonly (readonly [category: string, cost: number])[];
   quota: "store" | "release" | null;
   params: Record<string, string>;
+  /** charge_on_status: `charges` are taken only when the origin's status is in it; null = taken at admission. */
+  chargeOnStatus: StatusSet | null;
 }
 
 export interface RouteMatcher {
@@ -90,6 +95,11 @@ export function routeSpecError(spec: unknown): string | null {
   if (origin !== undefined && (typeof origin !== "string" || !ORIGIN_NAME.test(origin))) return "origin must name an entry of origins (^[a-z][a-z0-9_-]{0,31}$)";
   if (quota !== undefined && quota !== "store" && quota !== "release") return 'quota must be "store" or "release"';
   if (quota !== undefined && !names.has("object")) return "quota routes need an :object parameter in path (the object's name)";
+  const statuses = (spec as { charge_on_status?: unknown }).charge_on_status;
+  if (statuses !== undefined) {
+    const parsed = parseStatusSet(statuses);
+    if (!parsed.ok) return `charge_on_status${parsed.index === null ? "" : `.${parsed.index}`} ${parsed.message}`;
+  }
   return null;
 }
 
@@ -104,6 +114,7 @@ interface CompiledRoute {
   readonly rest: boolean;
   readonly charges: readonly (readonly [string, number])[];
   readonly quota: "store" | "release" | null;
+  readonly chargeOnStatus: StatusSet | null;
 }
 
 function compileRoute(spec: RouteSpec, index: number): CompiledRoute {
@@ -124,7 +135,15 @@ function compileRoute(spec: RouteSpec, index: number): CompiledRoute {
     rest,
     charges: Object.freeze(Object.entries(spec.charges ?? {}).map(([category, cost]) => Object.freeze([category, cost] as const))),
     quota: spec.quota ?? null,
+    chargeOnStatus: compileStatusSet(spec.charge_on_status),
   };
+}
+
+function compileStatusSet(value: unknown): StatusSet | null {
+  if (value === undefined) return null;
+  const parsed = parseStatusSet(value);
+  if (!parsed.ok) throw new TypeError(`invalid charge_on_status: ${parsed.message}`);
+  return parsed.set;
 }
 
 /** Whether `path` at `pos` holds `lower` (already lower case), ignoring ASCII case. */
@@ -186,7 +205,7 @@ export function compileRoutes(specs: readonly RouteSpec[]): RouteMatcher {
         let c = 0;
         for (const name of route.paramNames) if (name !== null) params[name] = captured[c++]!;
         if (route.rest) params["*"] = captured[c]!;
-        return { index: route.index, charges: route.charges, quota: route.quota, params };
+        return { index: route.index, charges: route.charges, quota: route.quota, params, chargeOnStatus: route.chargeOnStatus };
       }
       return null;
     },

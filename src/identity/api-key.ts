@@ -104,3 +104,16 @@ export function readCredential(headers: Headers): string | null {
   const apiKey = headers.get("x-api-key");
   return apiKey === null ? null : apiKey.trim();
 }
+
+/**
+ * Whether the request carries two different credentials: a Bearer token and
+ * an `X-Api-Key` that differ (after trimming). Charging one while an origin
+ * that reads the other serves it would put one caller's use on another's
+ * limits, so such a request is refused. The same value in both is one credential.
+ */
+export function hasConflictingCredentials(headers: Headers): boolean {
+  const apiKey = headers.get("x-api-key");
+  if (apiKey === null) return false;
+  const bearer = bearerToken(headers.get("authorization"));
+  return bearer !== null && bearer !== apiKey.trim();
+}

@@ -1,4 +1,4 @@
-// How a caller appears in the audit log (DESIGN §10, issue 10 item 13):
+// How a caller appears in the audit log:
 // addresses, networks and JWT subjects only as keyed digests, so the log
 // never holds a client's address and the digests cannot be reversed by
 // trying every address (2^32 for IPv4) without the deployment's secret. Key

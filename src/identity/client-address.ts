@@ -1,4 +1,4 @@
-// Who is asking, by address (DESIGN §3 step 1): the peer Cloudflare saw, or,
+// Who is asking, by address: the peer Cloudflare saw, or,
 // behind proxies we trust, the first untrusted hop in X-Forwarded-For. The
 // result is the limiter's key, so every spelling of one client must map to one
 // string and a client must not be able to choose among several.

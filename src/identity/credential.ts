@@ -1,7 +1,7 @@
 // The one credential check (issue 11): what a presented credential is worth,
 // as a tagged outcome the gateway maps to a response in one switch. Managed
-// keys (`tg_<id>_<secret>`) and, when the config names issuers, JWTs (DESIGN
-// §12) are verified here. The hot path — a key or token seen recently whose
+// keys (`tg_<id>_<secret>`) and, when the config names issuers, JWTs are
+// verified here. The hot path — a key or token seen recently whose
 // record is fresh — hashes nothing, queries nothing, checks no signature and
 // allocates no promise: the outcome comes back synchronously.
 import type { KeyCache, KeyRecord } from "../cache/key-cache";

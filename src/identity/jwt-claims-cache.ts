@@ -1,4 +1,4 @@
-// Tokens verified recently, by the token string itself (DESIGN §12): a hot
+// Tokens verified recently, by the token string itself: a hot
 // JWT caller pays a Map lookup, not a signature check, and nothing is hashed
 // or awaited. Expiry is still checked on every use, with the same arithmetic
 // jose applies (so a cached token expires at the very millisecond a fresh

@@ -1,4 +1,4 @@
-// The `jwt` section of the TOLLGATE config (DESIGN §12): which identity
+// The `jwt` section of the TOLLGATE config: which identity
 // providers' tokens the gateway accepts. The schema is exported for config.ts
 // to hold under `jwt`; defaults and bounds are named constants. Unknown fields
 // are refused at every depth, and a config that validates works: every

@@ -1,4 +1,4 @@
-// Recognising a JWT among credentials (DESIGN §12): a Bearer credential of
+// Recognising a JWT among credentials: a Bearer credential of
 // three base64url segments is a JWT; `tg_…` is a managed key (api-key.ts).
 // The length bound comes first, so a hostile 100 KB credential is refused
 // after one comparison: nothing is scanned, decoded or parsed.

@@ -1,4 +1,4 @@
-// JWT callers (DESIGN §12): a token from a configured identity provider
+// JWT callers: a token from a configured identity provider
 // becomes the caller `jwt:<hex SHA-256 of iss + "\n" + sub>`. Compiled once
 // per config (compileJwtConfig); verify() answers a tagged outcome and never
 // throws for a bad token. Signatures and claims are checked by jose: `iss`

@@ -1,4 +1,4 @@
-// Usage tracking of managed keys (DESIGN §6): each admitted keyed request
+// Usage tracking of managed keys: each admitted keyed request
 // adds to an in-isolate accumulator — per key the count, the last use and the
 // address it came from — written to api_keys in the background (waitUntil) at
 // most once per usage.flush_interval_s. It never blocks or fails a request:

@@ -1,4 +1,4 @@
-// The one auth-failure gate (DESIGN §3 step 2), for the gateway's credentials
+// The one auth-failure gate, for the gateway's credentials
 // and the admin API's tokens alike. A request that presents a credential from
 // an address already over `auth_failures` (default 60 per 60 s) is refused 429
 // before any lookup; every refused credential charges one unit to

@@ -1,4 +1,5 @@
-// DESIGN §3 steps 2–3: the auth-failure gate and the credential. Sets
+// docs/design.md steps 2–3: the auth-failure gate and the credential (one: two
+// different ones are refused 400 ambiguous_credential). Sets
 // x.caller (limits compiled, read through the runtime's caches) or answers
 // 401 / 429 / 503. A refused credential charges one unit to the address's
 // auth-failure limit and nothing else; an address already over the limit is
@@ -9,8 +10,8 @@ import { authFailureRejections } from "../cache/rejection-counter";
 import type { PolicyCache, PolicySnapshot } from "../cache/policy-cache";
 import type { Caller, Exchange } from "../context";
 import { database } from "../db/client";
-import { problem } from "../errors";
-import { readCredential } from "../identity/api-key";
+import { fixedProblem, problem, type ProblemCode } from "../errors";
+import { hasConflictingCredentials, readCredential } from "../identity/api-key";
 import { type CredentialOutcome, type CredentialVerifier, verifyCredential } from "../identity/credential";
 import { log } from "../log/logger";
 import { AUTH_FAILURE_CATEGORY, type AuthFailureGate, authFailuresResponse } from "./auth-gate";
@@ -21,6 +22,8 @@ import { keepAlive } from "../utils/wait-until";
 
 /** Seconds a client should wait after its credential could not be verified. */
 const AUTH_UNAVAILABLE_RETRY_AFTER_S = 1;
+/** Distinct fixed refusals (code and detail) kept compiled: the credential outcomes are a handful of constants. */
+const MAX_FIXED_ANSWERS = 32;
 
 export interface AuthenticateOptions {
   readonly anonymous: "allow" | "deny";
@@ -47,6 +50,20 @@ function setAnonymous(x: Exchange, snapshot: PolicySnapshot): void {
 export function authenticate(options: AuthenticateOptions): Check {
   const { verifier, gate, policy } = options;
   const deny = options.anonymous === "deny";
+  // A flood of made-up credentials is answered from bodies serialised once.
+  const credentialRequired = fixedProblem("credential_required", { detail: "This gateway requires an API key." });
+  const tenantUnknown = fixedProblem("tenant_unknown", { detail: "The token's tenant claim names no tenant of this gateway." });
+  const authUnavailable = fixedProblem("auth_unavailable", { detail: "The credential could not be verified right now.", headers: { "retry-after": String(AUTH_UNAVAILABLE_RETRY_AFTER_S) } });
+  const fixed = new Map<string, () => Response>();
+  function refusedAnswer(code: ProblemCode, detail: string): Response {
+    const id = `${code}\n${detail}`;
+    let answer = fixed.get(id);
+    if (answer === undefined) {
+      answer = fixedProblem(code, { detail });
+      if (fixed.size < MAX_FIXED_ANSWERS) fixed.set(id, answer);
+    }
+    return answer();
+  }
 
   function asAnonymous(x: Exchange, nowMs: number): CheckResult | Promise<CheckResult> {
     const snapshot = policyOf(x, policy, nowMs);
@@ -66,7 +83,7 @@ export function authenticate(options: AuthenticateOptions): Check {
         const callerKey = `key:${record.keyId}`;
         const snapshot = policyOf(x, policy, nowMs);
         const set = (s: PolicySnapshot): CheckResult => {
-          // A blocked tenant is known only once its key is (DESIGN §15): refused here, before any charge.
+          // A blocked tenant is known only once its key is: refused here, before any charge.
           const tenantBlock = s.blockOf(`tenant:${record.tenant.slug}`, nowMs);
           if (tenantBlock !== null) {
             x.blockId = tenantBlock.id;
@@ -92,7 +109,7 @@ export function authenticate(options: AuthenticateOptions): Check {
         const tenant = outcome.tenant;
         const snapshot = policyOf(x, policy, nowMs);
         const set = (s: PolicySnapshot): CheckResult => {
-          // JWT callers and their tenants are known only now (DESIGN §15): a block applies here, before any charge.
+          // JWT callers and their tenants are known only now: a block applies here, before any charge.
           const block = s.blockOf(callerKey, nowMs) ?? (tenant === null ? null : s.blockOf(`tenant:${tenant.slug}`, nowMs));
           if (block !== null) {
             x.blockId = block.id;
@@ -105,19 +122,14 @@ export function authenticate(options: AuthenticateOptions): Check {
         return snapshot instanceof Promise ? snapshot.then(set) : set(snapshot);
       }
       case "tenant_unknown":
-        return refused(x, nowMs, "tenant_unknown", problem("tenant_unknown", { detail: "The token's tenant claim names no tenant of this gateway." }));
+        return refused(x, nowMs, "tenant_unknown", tenantUnknown());
       case "refused":
         gate.charge(x.clientKey, nowMs);
         noteRefusal(x, authFailureRejections, "auth_failures_sustained", `ip:${x.clientKey}`, AUTH_FAILURE_CATEGORY, nowMs);
-        return refused(x, nowMs, outcome.code, problem(outcome.code, { detail: outcome.detail }));
+        return refused(x, nowMs, outcome.code, refusedAnswer(outcome.code, outcome.detail));
       case "unavailable":
         log.error("credential_check_failed", undefined, nowMs);
-        return refused(
-          x,
-          nowMs,
-          "auth_unavailable",
-          problem("auth_unavailable", { detail: "The credential could not be verified right now.", headers: { "retry-after": String(AUTH_UNAVAILABLE_RETRY_AFTER_S) } }),
-        );
+        return refused(x, nowMs, "auth_unavailable", authUnavailable());
     }
   }
 
@@ -125,8 +137,12 @@ export function authenticate(options: AuthenticateOptions): Check {
     const nowMs = x.startedAtMs;
     const credential = readCredential(x.request.headers);
     if (credential === null) {
-      if (deny) return refused(x, nowMs, "credential_required", problem("credential_required", { detail: "This gateway requires an API key." }));
+      if (deny) return refused(x, nowMs, "credential_required", credentialRequired());
       return asAnonymous(x, nowMs);
+    }
+    // Two different credentials: refused before any lookup, charged nothing.
+    if (hasConflictingCredentials(x.request.headers)) {
+      return refused(x, nowMs, "ambiguous_credential", problem("ambiguous_credential", { detail: "The request carries two different credentials (Authorization and X-Api-Key)." }));
     }
     const gateNow = gate.check(x.clientKey, nowMs);
     if (!gateNow.open) {

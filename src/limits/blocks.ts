@@ -1,28 +1,28 @@
-// Blocks (DESIGN §15): a blocked caller, tenant or network gets 403 blocked
+// Blocks: a blocked caller, tenant or network gets 403 blocked
 // before any other check (after the client address), charged nothing, never
 // forwarded. Countries come from the config (`blocked_countries`, matched
 // against request.cf.country); operator blocks come from the policy snapshot.
 import type { PolicyCache, PolicySnapshot } from "../cache/policy-cache";
 import type { Exchange } from "../context";
 import { database } from "../db/client";
-import { problem } from "../errors";
+import { fixedProblem } from "../errors";
 import { parseApiKey, readCredential } from "../identity/api-key";
 import { keepAlive } from "../utils/wait-until";
 import type { Check, CheckResult } from "./check";
 
+const BLOCKED = fixedProblem("blocked", { detail: "Requests from this caller are blocked by the operator." });
+
 export function blockedResponse(): Response {
-  return problem("blocked", { detail: "Requests from this caller are blocked by the operator." });
+  return BLOCKED();
 }
 
 /** Seconds a client should wait when the caller policy could not be loaded. */
 const POLICY_UNAVAILABLE_RETRY_AFTER_S = 1;
 
-function policyUnavailableResponse(): Response {
-  return problem("policy_unavailable", {
-    detail: "The gateway could not load its caller policy, so it cannot tell whether this caller is blocked.",
-    headers: { "retry-after": String(POLICY_UNAVAILABLE_RETRY_AFTER_S) },
-  });
-}
+const POLICY_UNAVAILABLE = fixedProblem("policy_unavailable", {
+  detail: "The gateway could not load its caller policy, so it cannot tell whether this caller is blocked.",
+  headers: { "retry-after": String(POLICY_UNAVAILABLE_RETRY_AFTER_S) },
+});
 
 export interface CountryBlockOptions {
   readonly countries: ReadonlySet<string>;
@@ -52,7 +52,7 @@ export function policyOf(x: Exchange, policy: PolicyCache, nowMs: number): Polic
 
 function blockedBy(x: Exchange, snapshot: PolicySnapshot): CheckResult {
   // An isolate that has never loaded the policy, under policy_on_error "closed": no block can be ruled out.
-  if (!snapshot.available) return x.refuse("policy_unavailable", policyUnavailableResponse());
+  if (!snapshot.available) return x.refuse("policy_unavailable", POLICY_UNAVAILABLE());
   if (!snapshot.hasBlocks) return null;
   const nowMs = x.startedAtMs;
   let blocked = snapshot.blockOf(`ip:${x.clientKey}`, nowMs) ?? (x.clientIp === null ? null : snapshot.netBlockOf(x.clientIp, nowMs));

@@ -1,6 +1,7 @@
 // Decides, once per request, whether the checks run at all: exempt paths
 // (default /healthz, /readyz, /livez, /metrics) and `mode: "off"` are
-// forwarded with no check and no charge.
+// forwarded with no check and no charge. A WebSocket upgrade is never exempt
+// by its path: a stream on /healthz would otherwise hold the origin for free.
 import type { Exchange } from "../context";
 
 export interface ClassifyOptions {
@@ -16,7 +17,7 @@ export function classify(options: ClassifyOptions): (x: Exchange) => boolean {
   const exempt: ReadonlySet<string> = new Set(options.exemptPaths);
   const off = options.mode === "off";
   return function classifyRequest(x) {
-    if (exempt.has(x.path)) {
+    if (!x.upgrade && exempt.has(x.path)) {
       x.decision = "exempt";
       x.bypass = true;
     } else if (off) {

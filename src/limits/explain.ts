@@ -1,9 +1,9 @@
 // Which limits apply to a caller, from which source, and where it stands
-// under each (DESIGN §15): what the admin API's explain answers and its
+// under each: what the admin API's explain answers and its
 // reset forgets. The same resolution as the rate-limit step (chargesFor):
 // one entry per (category, subject, limit) that applies. Not the hot path.
 //
-// A global limit (DESIGN §11) stands where its ledger says: one call per
+// A global limit stands where its ledger says: one call per
 // (subject, category) reads it; units leased to isolates count as spent
 // there. Reset also empties the ledger of every subject with a global limit,
 // and drops this isolate's leases on it.
@@ -54,7 +54,7 @@ export function applicableLimits(config: Config, subjects: readonly ChargedSubje
   return out;
 }
 
-/** An explain entry, in the shape DESIGN §15 fixes. */
+/** An explain entry, in the shape docs/design.md fixes. */
 export interface ExplainedLimit {
   readonly category: string;
   readonly subject: SubjectKind;

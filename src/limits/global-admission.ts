@@ -1,4 +1,4 @@
-// One request's charges when some of their limits are global (DESIGN §11),
+// One request's charges when some of their limits are global,
 // all or nothing across both kinds: the isolate limits are checked in the
 // table first (charging nothing), then every global spend is taken from its
 // lease at once, and only then are the isolate limits charged. A request

@@ -1,4 +1,4 @@
-// The isolate's global-limit leases and their ledger calls (DESIGN §11), one
+// The isolate's global-limit leases and their ledger calls, one
 // per runtime: the pure LeaseBook (src/engine/lease-book.ts) plus what needs
 // I/O — the single flight per (subject, category), the give-backs of unspent
 // units, and response-priced settlements on the ledger.
@@ -103,7 +103,7 @@ export class GlobalLeases {
   }
 
   /**
-   * A response-priced settlement of global limits (DESIGN §14), in the
+   * A response-priced settlement of global limits, in the
    * background. If the ledger cannot take it and on_error is "local", it
    * lands on the isolate's own state of those limits (where the fallback
    * meters them); with "deny" it is logged and dropped.

@@ -1,4 +1,4 @@
-// DESIGN §3 step 6: requests in progress, per isolate. One credential (a key,
+// docs/design.md step 6: requests in progress, per isolate. One credential (a key,
 // or an anonymous caller's address) may hold at most
 // min(in_flight.per_credential, credential_share × budget) slots, one tenant
 // tenant_share × budget, and the isolate budget in all. Over → 429
@@ -7,11 +7,14 @@
 // A slot is held until the response is fully streamed to the client, not just
 // until the handler returns: the response body is piped through an identity
 // stream and the slot is released when the pipe settles — finished, failed,
-// or cancelled because the client went away (src/limits/settle.ts). A
-// response without a body, a small one (SMALL_BODY_BYTES, declared), a
-// refusal, or an exception releases at once. One table per runtime.
+// or cancelled because the client went away (src/limits/settle.ts); on a
+// response-priced route, when the cost tap has read the origin's body to its
+// end (no second stream). A response without a body, a small one
+// (SMALL_BODY_BYTES, declared), a refusal, or an exception releases at once.
+// One table per runtime.
 import type { Config } from "../config";
-import { problem } from "../errors";
+import type { Exchange } from "../context";
+import { fixedProblem } from "../errors";
 import type { Check } from "./check";
 
 /** Counts by credential and by tenant; entries are deleted at zero, so the maps hold only what is in flight. */
@@ -84,22 +87,27 @@ export interface InFlightOptions {
  */
 export function inFlightLimit(options: InFlightOptions): Check {
   const { table, bounds } = options;
+  const tooMany = fixedProblem("too_many_in_flight", { detail: "Too many of this caller's requests are in progress at once.", headers: { "retry-after": "1" } });
   return function inFlightStep(x) {
-    const caller = x.caller;
-    const credential = caller.callerKey;
-    const tenant = x.tenant?.slug ?? null;
-    if (!table.tryAcquire(credential, tenant, bounds)) {
-      return x.refuse(
-        "too_many_in_flight",
-        problem("too_many_in_flight", { detail: "Too many of this caller's requests are in progress at once.", headers: { "retry-after": "1" } }),
-      );
+    // A request held by a delay took its slot when it was held.
+    if (x.releaseSlot !== null) return null;
+    if (!takeSlot(x, table, bounds)) {
+      return x.refuse("too_many_in_flight", tooMany());
     }
-    let released = false;
-    x.releaseSlot = () => {
-      if (released) return;
-      released = true;
-      table.release(credential, tenant);
-    };
     return null;
   };
+}
+
+/** Takes an in-flight slot for the request's credential and tenant and sets x.releaseSlot; false when a bound is reached. */
+export function takeSlot(x: Exchange, table: InFlightTable, bounds: InFlightLimits): boolean {
+  const credential = x.caller.callerKey;
+  const tenant = x.tenant?.slug ?? null;
+  if (!table.tryAcquire(credential, tenant, bounds)) return false;
+  let released = false;
+  x.releaseSlot = () => {
+    if (released) return;
+    released = true;
+    table.release(credential, tenant);
+  };
+  return true;
 }

@@ -1,4 +1,4 @@
-// DESIGN §3 step 8 and §5 at the edge. For a `store` route: Content-Length is
+// Pipeline step 8 (docs/design.md) and the quota protocol at the edge. For a `store` route: Content-Length is
 // required (411), an object name the store cannot hold is refused (400
 // invalid_request), and the tenant's (and its org's) quota objects reserve
 // room before the body is read (403 quota_exceeded when it would pass a hard

@@ -1,20 +1,25 @@
-// DESIGN §3 steps 4–5: the request's charges (1 `request`, its route's
+// docs/design.md steps 4–5: the request's charges (1 `request`, its route's
 // charges, and the reserve of a response-priced route) against its subjects —
 // the caller (`key:<digest>`, `jwt:<hex>` or `ip:<address or /64>`), its
 // tenant, and for anonymous callers the optional `anonymous` aggregate — all
 // or nothing, in the runtime's limiter table. Every charged response carries
-// the RateLimit headers of the tightest limit.
+// the RateLimit headers: every policy charged, and the tightest limit's figures.
 //
-// Global limits (DESIGN §11) spend from the isolate's leases, all or nothing
+// Global limits spend from the isolate's leases, all or nothing
 // with the table (global-admission.ts). A request whose leases hold its units
 // is decided synchronously, with no I/O; one whose leases are short waits for
 // the ledger (single flight) and is decided again, up to MAX_ASK_ROUNDS times.
+//
+// A request refused only by limits with `delay_max_ms` is held rather than
+// refused (src/limits/delay.ts); a route with `charge_on_status` has its own
+// charges checked here and taken once the origin answers
+// (src/limits/status-charge.ts).
 import { rateLimitRejections } from "../cache/rejection-counter";
 import type { Caller, Exchange } from "../context";
-import { admit, type Charge, type Decision } from "../engine/gcra";
+import { admit, admitAt, type Charge, type Decision, wouldAdmit } from "../engine/gcra";
 import type { LeaseGroup, Short } from "../engine/lease-types";
 import type { LimiterTable } from "../engine/limiter-table";
-import { rateLimitHeaders } from "../engine/rate-limit-headers";
+import { type HeaderVersion, rateLimitHeaders } from "../engine/rate-limit-headers";
 import { type CategoryDefaults, type LimitSources, resolveLimits, type SubjectKind } from "../engine/resolve-limits";
 import type { RouteMatch } from "../engine/routes";
 import { problem } from "../errors";
@@ -24,6 +29,12 @@ import { contended, decideGlobal, type GlobalOutcome, type GlobalPlan, planGloba
 import type { GlobalLeases } from "./global-leases";
 import { rateLimitedResponse } from "./rate-limit-response";
 import { addOpenRent } from "./stream-charges";
+import { type HeldRequests, holdDelayMs, type Sleep } from "./delay";
+import { type InFlightLimits, type InFlightTable, takeSlot } from "./in-flight";
+import { refund } from "../proxy/response-cost-gcra";
+import { database } from "../db/client";
+import { keepAlive } from "../utils/wait-until";
+import { type Limit, sameLimit } from "../engine/limit";
 import { noteRefusal } from "./sustained";
 
 /** Asks of the ledger one request may wait for before it is refused as contended. */
@@ -68,11 +79,15 @@ function addCharges(charges: Charge[], subjects: readonly ChargedSubject[], cate
   for (const { kind, subject, sources } of subjects) charges.push({ subject, category, limits: resolveLimits(category, kind, sources), cost });
 }
 
-/** Every (subject, category, limits, cost) this request is charged, the reserve of `responseCharge` included. */
-export function chargesFor(subjects: readonly ChargedSubject[], route: RouteMatch | null, responseCharge: ResponseCharge | null = null): Charge[] {
+/**
+ * Every (subject, category, limits, cost) this request is charged, the
+ * reserve of `responseCharge` included; without the route's own charges when
+ * `routeCharges` is false (a charge_on_status route takes them later).
+ */
+export function chargesFor(subjects: readonly ChargedSubject[], route: RouteMatch | null, responseCharge: ResponseCharge | null = null, routeCharges = true): Charge[] {
   const charges: Charge[] = [];
   addCharges(charges, subjects, REQUEST_CATEGORY, 1);
-  if (route !== null) for (const [category, cost] of route.charges) addCharges(charges, subjects, category, cost);
+  if (route !== null && routeCharges) for (const [category, cost] of route.charges) addCharges(charges, subjects, category, cost);
   if (responseCharge !== null) addCharges(charges, subjects, responseCharge.category, responseCharge.reserve);
   return charges;
 }
@@ -91,6 +106,15 @@ export interface RateLimitOptions {
   readonly defaults: CategoryDefaults;
   /** Each route's response_charge, by route index. */
   readonly responseCharges: readonly (ResponseCharge | null)[];
+  /** The ratelimit-headers draft the answers follow (default draft-11). */
+  readonly headerVersion?: HeaderVersion;
+  /** Holding requests instead of refusing them (delay_max_ms): the isolate's count, the timer, and the in-flight bounds a held request counts against. Absent: never held. */
+  readonly delay?: {
+    readonly held: HeldRequests;
+    readonly sleep: Sleep;
+    readonly inFlight: InFlightTable;
+    readonly bounds: InFlightLimits;
+  };
 }
 
 /** Counts (sign 1) or uncounts (-1) a waiting request's needs in its slots, so the next ask wants them too. */
@@ -113,20 +137,96 @@ async function waitForLedger(leases: GlobalLeases, x: Exchange, shorts: Readonly
  */
 export function rateLimit(options: RateLimitOptions): Check {
   const { table, leases, now, defaults, responseCharges } = options;
+  const version = options.headerVersion ?? "draft-11";
 
   /** The answer for a decision: the refusal, or null with the headers (and a response-priced reserve) recorded. */
   function conclude(x: Exchange, decision: Decision, charges: readonly Charge[], reserveFrom: number, responseCharge: ResponseCharge | null, nowMs: number): CheckResult {
     if (!decision.allowed) {
       const denied = charges[decision.deniedChargeIndex];
       if (denied !== undefined) noteRefusal(x, rateLimitRejections, "rate_limit_sustained", auditedSubject(x.caller, denied.subject), denied.category, nowMs);
-      const refused = x.refuse("rate_limited", rateLimitedResponse(decision, charges));
+      const refused = x.refuse("rate_limited", rateLimitedResponse(decision, charges, version));
       if (refused !== null) return refused;
     } else if (responseCharge !== null) {
       // The reserve's charges are the last ones: kept to settle against the same limits once the origin has answered.
-      x.priced = { charge: responseCharge, reserved: charges.slice(reserveFrom), tightest: decision.tightest };
+      x.priced = { charge: responseCharge, reserved: charges.slice(reserveFrom), tightest: decision.tightest, charges, reserveFrom };
     }
-    x.rateHeaders = rateLimitHeaders(decision, charges);
+    const pending = x.statusCharge;
+    if (pending !== null) {
+      // The deferred charges are listed among the request's policies; the tightest is the admission's until they are taken.
+      x.statusCharge = { ...pending, admitted: charges, tightest: decision.tightest };
+      x.rateHeaders = decision.allowed ? rateLimitHeaders(decision, [...charges, ...pending.deferred], version) : rateLimitHeaders(decision, charges, version);
+    } else x.rateHeaders = rateLimitHeaders(decision, charges, version);
     return null;
+  }
+
+  /** Gives back a held request's spend (it is not forwarded now): never before now, so its instant goes to whoever asks next. */
+  function giveBack(charges: readonly Charge[], nowMs: number): void {
+    refund(
+      table,
+      charges.map((c) => ({ subject: c.subject, category: c.category, limits: c.limits, units: c.cost })),
+      nowMs,
+    );
+  }
+
+  /** The caller's override as this isolate knows it now (an admin write clears the snapshot: it is read again). */
+  async function currentOverride(x: Exchange, nowMs: number): Promise<Caller["override"]> {
+    const policy = x.runtime.policy;
+    const snapshot = policy.peek(nowMs) ?? (await policy.load(() => database(x.env.DB), nowMs, (work) => keepAlive(x.ctx, work)));
+    return snapshot.overrideFor(x.caller.callerKey, nowMs);
+  }
+
+  /** Whether the caller's own limits for these charges differ under `override` (a held request is then decided again). */
+  function limitsChanged(x: Exchange, charges: readonly Charge[], override: Caller["override"]): boolean {
+    const own = chargedSubjects({ ...x.caller, override } as Caller, defaults)[0]!;
+    const same = (a: readonly Limit[], b: readonly Limit[]) => a.length === b.length && a.every((l, i) => sameLimit(l, b[i]!));
+    return charges.some((c) => c.subject === own.subject && c.cost > 0 && !same(resolveLimits(c.category, own.kind, own.sources), c.limits));
+  }
+
+  /**
+   * Holds a request denied for `delayMs` or less by limits that allow it:
+   * its spend admitted at the instant it fits, forwarded then. Null when it
+   * cannot be held (shadow mode, a bound reached): the caller refuses it.
+   */
+  function hold(x: Exchange, charges: readonly Charge[], delayMs: number, nowMs: number, reserveFrom: number, responseCharge: ResponseCharge | null): Promise<CheckResult> | null {
+    const delay = options.delay;
+    // Shadow mode forwards everything at once; a WebSocket open takes a stream slot, not an in-flight one: neither is held.
+    if (delay === undefined || x.config.mode === "shadow" || x.upgrade) return null;
+    if (!delay.held.tryHold()) return null;
+    if (x.releaseSlot === null && !takeSlot(x, delay.inFlight, delay.bounds)) {
+      delay.held.release();
+      return null;
+    }
+    const atMs = nowMs + delayMs;
+    const reserved = admitAt(table, charges, atMs, nowMs);
+    if (!reserved.allowed) {
+      // Cannot happen (the delay is exact); refused as usual if it did.
+      delay.held.release();
+      return null;
+    }
+    return (async () => {
+      let elapsed: boolean;
+      try {
+        elapsed = await delay.sleep(delayMs, x.request.signal ?? null);
+      } finally {
+        delay.held.release();
+      }
+      const firedMs = Math.max(atMs, Math.floor(now()));
+      if (!elapsed) {
+        // The client hung up while held: charged nothing; its slot is freed by whoever ends the request.
+        giveBack(charges, Math.floor(now()));
+        x.decision = "rate_limited";
+        return rateLimitedResponse({ ...reserved, allowed: false, retryAfterMs: delayMs, deniedChargeIndex: 0 }, charges, version);
+      }
+      const override = await currentOverride(x, firedMs);
+      if (limitsChanged(x, charges, override)) {
+        giveBack(charges, firedMs);
+        x.caller = { ...x.caller, override } as Caller;
+        x.delayedMs += delayMs;
+        return decideAt(x, firedMs);
+      }
+      x.delayedMs += delayMs;
+      return conclude(x, reserved, charges, reserveFrom, responseCharge, atMs);
+    })();
   }
 
   function concludeGlobal(x: Exchange, outcome: Exclude<GlobalOutcome, { kind: "short" }>, plan: GlobalPlan, reserveFrom: number, responseCharge: ResponseCharge | null, nowMs: number): CheckResult {
@@ -168,20 +268,45 @@ export function rateLimit(options: RateLimitOptions): Check {
   }
 
   return function rateLimitStep(x) {
+    return decideAt(x, x.startedAtMs);
+  };
+
+  /** Decides the request at whole-ms `nowMs` (its arrival, or the instant a held request was due). */
+  function decideAt(x: Exchange, nowMs: number): CheckResult | Promise<CheckResult> {
     const route = x.route;
-    // A WebSocket upgrade has no answer to price: its route's response_charge does not apply.
-    const responseCharge = route === null || x.upgrade ? null : (responseCharges[route.index] ?? null);
+    // A WebSocket upgrade pays its route's reserve too: an origin that ignores
+    // `Upgrade` answers it as an HTTP request, and that answer is priced.
+    const responseCharge = route === null ? null : (responseCharges[route.index] ?? null);
     const subjects = chargedSubjects(x.caller, defaults);
-    const charges = chargesFor(subjects, route, responseCharge);
+    // charge_on_status: the route's charges must fit now (nothing is taken); they are taken once the origin's status matches.
+    const statuses = route === null || x.upgrade || route.charges.length === 0 ? null : route.chargeOnStatus;
+    if (statuses != null) {
+      const deferred: Charge[] = [];
+      for (const [category, cost] of route!.charges) addCharges(deferred, subjects, category, cost);
+      const peek = wouldAdmit(table, deferred, nowMs);
+      if (!peek.allowed) {
+        const refused = conclude(x, peek, deferred, deferred.length, null, nowMs);
+        if (refused !== null) return refused;
+      }
+      x.statusCharge = { statuses, deferred, admitted: [], tightest: null };
+    }
+    const charges = chargesFor(subjects, route, responseCharge, statuses == null);
     const reserveFrom = charges.length - subjects.length;
-    // A WebSocket open also prepays its first period of stream rent (DESIGN §13), in the same all-or-nothing admission.
+    // A WebSocket open also prepays its first period of stream rent, in the same all-or-nothing admission.
     if (x.upgrade) addOpenRent(charges, subjects);
-    const nowMs = x.startedAtMs;
     const plan = planGlobal(leases, charges, nowMs);
-    if (plan === null) return conclude(x, admit(table, charges, nowMs), charges, reserveFrom, responseCharge, nowMs);
+    if (plan === null) {
+      const decision = admit(table, charges, nowMs);
+      if (!decision.allowed && options.delay !== undefined) {
+        const delayMs = holdDelayMs(decision);
+        const held = delayMs > 0 ? hold(x, charges, delayMs, nowMs, reserveFrom, responseCharge) : null;
+        if (held !== null) return held;
+      }
+      return conclude(x, decision, charges, reserveFrom, responseCharge, nowMs);
+    }
     leases.returnDue(x.env.LIMIT_LEDGER, x.ctx, nowMs);
     const outcome = decideGlobal(table, leases, plan, nowMs);
     if (outcome.kind === "short") return slowGlobal(x, plan, outcome.shorts, reserveFrom, responseCharge);
     return concludeGlobal(x, outcome, plan, reserveFrom, responseCharge, nowMs);
-  };
+  }
 }

@@ -1,4 +1,4 @@
-// Settling a response-priced route (DESIGN §14): the reserve was charged with
+// Settling a response-priced route: the reserve was charged with
 // the request (src/limits/rate-limit.ts); once the origin's answer says what
 // the call cost, the difference is charged unconditionally (a debt: the
 // caller's next spends wait until the rate has earned it back) or refunded,
@@ -38,9 +38,9 @@ export function settleResponseCharge(x: Exchange, result: CostResult, nowMs: num
   const before = priced.tightest;
   if (after === null || (before !== null && settlement.kind === "refund")) return null;
   if (before !== null && (after.remaining > before.remaining || (after.remaining === before.remaining && after.resetMs <= before.resetMs))) return null;
-  const decision: Decision = { allowed: true, retryAfterMs: 0, deniedChargeIndex: -1, tightest: after };
-  return rateLimitHeaders(
-    decision,
-    settles.map((s) => ({ subject: s.subject, category: s.category, limits: s.limits, cost: s.units })),
-  );
+  const decision: Decision = { allowed: true, retryAfterMs: 0, deniedChargeIndex: -1, tightest: { ...after, chargeIndex: priced.reserveFrom + after.chargeIndex } };
+  // Every policy of the request, the reserve's charges at the cost the answer settled on.
+  const actual = settlement.kind === "debt" ? charge.reserve + settlement.units : Math.max(0, charge.reserve - settlement.units);
+  const charges = priced.charges.map((c, i) => (i < priced.reserveFrom ? c : { subject: c.subject, category: c.category, limits: c.limits, cost: actual }));
+  return rateLimitHeaders(decision, charges, x.config.rateLimitHeaders);
 }

@@ -1,4 +1,4 @@
-// DESIGN §3 step 4: the first matching entry of `routes` (compiled once with
+// docs/design.md step 4: the first matching entry of `routes` (compiled once with
 // the config) gives the request's charges and its quota action. Matching is
 // on the collapsed path, ignoring a trailing slash and (unless the route says
 // otherwise) case, so a route cannot be dodged by spelling.

@@ -1,4 +1,4 @@
-// The forward and everything after it (DESIGN §3 steps 9–10 and "A client
+// The forward and everything after it (docs/design.md steps 9–10 and "A client
 // that hangs up"), in one place: the origin call, the quota commit or
 // release, the release of the in-flight slot, key usage, metering and the
 // request-log line.
@@ -14,11 +14,20 @@
 // when the answer's body is delivered or abandoned, or when the client goes
 // away (`request.signal`, compatibility flag `enable_request_signal`), since
 // an answer nobody reads never finishes.
+//
+// What it costs to know a body's end (docs/performance.md, "Watching a
+// body's end"): nothing is put in the client's path unless a slot must be
+// held through the body, and then only one native stream. A body with no
+// slot to hold (`mode: "off"`, exempt paths), no body, or a small declared
+// one is the origin's own, handed over untouched. A response-priced body is
+// already read to its end by the cost tap's branch: that end (the origin's
+// body fully received) releases the slot, with no second stream in front of
+// the client.
 import type { Exchange } from "../context";
 import { database } from "../db/client";
 import { problem } from "../errors";
 import { errorName, log } from "../log/logger";
-import { requestLogLine } from "../log/request-log";
+import { requestLogLine, requestLogWanted } from "../log/request-log";
 import { declaredLength } from "../proxy/content-length";
 import { answerFrom, callOrigin, type OriginCall, originRequestHeaders } from "../proxy/forward";
 import { DEFAULT_ORIGIN_NAME, type Upstream, type Upstreams, upstreamFor } from "../proxy/upstream";
@@ -29,6 +38,7 @@ import { priceResponse } from "../proxy/response-cost";
 import type { CostResult } from "../proxy/response-cost-result";
 import { type QuotaSettled, settleQuota } from "./quota";
 import { settleResponseCharge } from "./response-charge";
+import { settleStatusCharge } from "./status-charge";
 import { tooLargeResponse } from "./size";
 import { countTraffic, trafficFlushOptions } from "./traffic";
 import { writeAnalytics } from "./analytics";
@@ -41,12 +51,16 @@ import { raiseRequestAlerts } from "../alerts/raise";
  */
 export const SMALL_BODY_BYTES = 16 * 1024;
 
-export interface ForwardOptions {
+/** How the origin request's headers are built, for the HTTP and the WebSocket forward alike. */
+export interface OriginHeaderRules {
+  readonly stripCredential: boolean;
+  readonly forwardMethodOverride: boolean;
+}
+
+export interface ForwardOptions extends OriginHeaderRules {
   /** The default origin and each route's (a base URL, a service binding, or the zone's own origin). */
   readonly upstreams: Upstreams;
-  readonly stripCredential: boolean;
   readonly maxRequestBytes: number;
-  readonly requestLog: boolean;
   readonly usageMaxPending: number;
   readonly usageFlushIntervalMs: number;
 }
@@ -134,34 +148,45 @@ class Settlement {
     // are still read: a caller cannot dodge its final usage event by leaving).
     let costSettled: Promise<void> | null = null;
     let body = origin.body;
+    const bytesOut = declaredLength(origin.headers);
+    const release = x.releaseSlot;
+    // The slot is held until the answer's body has been streamed, unless
+    // there is none to hold it for: no body, or a small declared one (it
+    // leaves in one write; watching it would cost more than it holds).
+    const hold = release !== null && body !== null && (bytesOut === null || bytesOut > SMALL_BODY_BYTES);
+    // A body the cost tap reads to its end anyway: that end is the slot's.
+    let tapEnded: Promise<void> | null = null;
     if (x.priced !== null) {
-      const priced = priceResponse(origin, x.priced.charge);
+      const priced = priceResponse(origin, x.priced.charge, { drain: hold });
       body = priced.body;
+      tapEnded = priced.ended;
       const settle = (result: CostResult): HeaderList | null => settleResponseCharge(x, result, x.runtime.now(), options.usageMaxPending);
       if (priced.known !== null) {
         const settled = settle(priced.known);
         if (settled !== null) x.rateHeaders = settled;
       } else costSettled = priced.cost.then((result) => void settle(result));
     }
+    if (x.statusCharge !== null) {
+      // charge_on_status: taken now that the status is known, before the answer is built (its headers include it).
+      const settled = settleStatusCharge(x, origin.status, x.runtime.now());
+      if (settled !== null) x.rateHeaders = settled;
+    }
     this.#body = body;
-    const bytesOut = declaredLength(origin.headers);
-    // The slot is held until the answer's body is delivered or abandoned,
-    // unless there is none to hold it for: no body, or a small declared one
-    // (it leaves in one write; piping it would cost more than it holds).
-    const release = x.releaseSlot;
-    const pipe = release !== null && body !== null && (bytesOut === null || bytesOut > SMALL_BODY_BYTES);
-    const delivered = pipe ? signal() : null;
+    // Otherwise the origin's body is piped through a native stream whose end
+    // is the delivery's: the only way this runtime tells a body's end.
+    const delivered = hold && tapEnded === null ? signal() : null;
+    const ended = delivered !== null ? delivered.promise : hold ? tapEnded : null;
     this.#resolve(answerFrom(origin, extraHeaders(x, quotaResult), delivered === null ? body : this.#deliveredBody(body!, bytesOut, delivered.fire)));
     this.#after(origin.status, bytesOut, true);
-    if (release !== null && delivered === null) release();
-    if (delivered === null && costSettled === null) return;
+    if (release !== null && ended === null) release();
+    if (ended === null && costSettled === null) return;
     // Whether the client actually went away (the signal firing), not whether it could.
     let left = false;
     const gone = clientGone(x.request)?.then(() => {
       left = true;
     });
-    if (delivered !== null) {
-      await (gone === undefined ? delivered.promise : Promise.race([delivered.promise, gone]));
+    if (ended !== null) {
+      await (gone === undefined ? ended : Promise.race([ended, gone]));
       release!();
       if (left) this.#cancelAnswer();
     }
@@ -203,12 +228,18 @@ class Settlement {
       const bytesIn = x.declaredBytes ?? 0;
       if (bytesIn > 0) x.runtime.meter.add(tenant.slug, "bytes_in", bytesIn, nowMs, options.usageMaxPending);
     }
-    if (options.requestLog) log.raw(requestLogLine(x, status, bytesOut, nowMs));
+    if (requestLogWanted(x, nowMs)) log.raw(requestLogLine(x, status, bytesOut, nowMs));
     flushUsage(x, nowMs, options.usageFlushIntervalMs, status, bytesOut);
   }
 }
 
-/** Counts the request (traffic, Analytics Engine) and starts the background flushes of key usage, metering and traffic when they are due (on most requests neither is: nothing is allocated). */
+/**
+ * Counts the request (traffic, Analytics Engine) and starts the background
+ * flushes of key usage, metering and traffic when they are due (on most
+ * requests of a busy isolate none is: nothing is allocated). Metering is also
+ * written at once when this request is the isolate's only one in flight: on a
+ * quiet gateway no later request may come to carry it.
+ */
 export function flushUsage(x: Exchange, nowMs: number, intervalMs: number, status: number, bytesOut: number | null): void {
   const { keyUsage, meter, traffic } = x.runtime;
   // Every request ends here exactly once (a gateway answer, a settled forward, a stream's end): its traffic count and data point too.
@@ -216,24 +247,28 @@ export function flushUsage(x: Exchange, nowMs: number, intervalMs: number, statu
   writeAnalytics(x, status, bytesOut, nowMs);
   raiseRequestAlerts(x, nowMs);
   const trafficDue = traffic.flushDue(nowMs, intervalMs);
-  if (!keyUsage.flushDue(nowMs) && !meter.flushDue(nowMs, intervalMs) && !trafficDue) return;
+  const idle = meter.hasPending && x.runtime.inFlight.total <= 1;
+  if (!idle && !keyUsage.flushDue(nowMs) && !meter.flushDue(nowMs, intervalMs) && !trafficDue) return;
   const db = () => database(x.env.DB);
   const later = (work: Promise<unknown>) => keepAlive(x.ctx, work);
   keyUsage.maybeFlush(db, nowMs, intervalMs, later);
-  meter.maybeFlush(db, nowMs, intervalMs, later);
+  if (idle) meter.flushIdle(db, nowMs, later);
+  else meter.maybeFlush(db, nowMs, intervalMs, later);
   if (trafficDue) traffic.maybeFlush(db, nowMs, intervalMs, trafficFlushOptions(x), later);
 }
 
 const NO_HEADERS: readonly Header[] = Object.freeze([]);
 
-/** The gateway's own headers on an answer: rate limits, quota warning, shadow refusals. Copy it to add more. */
+/** The gateway's own headers on an answer: rate limits, quota warning, shadow refusals, the delay it was held. Copy it to add more. */
 export function extraHeaders(x: Exchange, quota: QuotaSettled | null): readonly Header[] {
   const rate = x.rateHeaders ?? NO_HEADERS;
   const warning = quota === null ? null : warningHeaderValue(quota.warnings);
-  if (warning === null && x.shadow === null) return rate;
+  if (warning === null && x.shadow === null && x.delayedMs === 0) return rate;
   const extra: Header[] = [...rate];
   if (warning !== null) extra.push(["tollgate-quota-warning", warning]);
   if (x.shadow !== null) extra.push(["tollgate-shadow", x.shadow.join(", ")]);
+  // Held by a limit's delay_max_ms before it was forwarded.
+  if (x.delayedMs > 0) extra.push(["tollgate-delayed-ms", String(x.delayedMs)]);
   return extra;
 }
 
@@ -244,14 +279,15 @@ export function withHeaders(response: Response, extra: readonly Header[]): Respo
 }
 
 /** The headers the origin gets for an admitted request (HTTP and WebSocket alike): the client's, filtered, and who is calling. */
-export function originHeadersFor(x: Exchange, stripCredential: boolean): Headers {
+export function originHeadersFor(x: Exchange, rules: OriginHeaderRules): Headers {
   const caller = x.caller;
   return originRequestHeaders(x.request.headers, {
     clientAddress: x.clientAddress,
     tenant: x.tenant?.slug ?? null,
     keyId: caller.kind === "key" ? caller.keyId : null,
     caller: caller.kind === "jwt" ? caller.callerKey : null,
-    stripCredential,
+    stripCredential: rules.stripCredential,
+    forwardMethodOverride: rules.forwardMethodOverride,
   });
 }
 
@@ -272,17 +308,26 @@ export function originUnreachable(name: string): Response {
  * the request's collapsed path, then the query; a service binding with the
  * same path and query; with no ORIGIN_URL, the zone's own origin) and
  * settles everything after.
- * @example const forward = forwardToOrigin({ upstreams, stripCredential: false, maxRequestBytes: 0, requestLog: true, usageMaxPending: 10_000, usageFlushIntervalMs: 60_000 });
+ * @example const forward = forwardToOrigin({ upstreams, stripCredential: false, forwardMethodOverride: false, maxRequestBytes: 0, usageMaxPending: 10_000, usageFlushIntervalMs: 60_000 });
  */
 export function forwardToOrigin(options: ForwardOptions): (x: Exchange) => Promise<Response> {
   const upstreams = options.upstreams;
   return function forwardStep(x) {
-    const headers = originHeadersFor(x, options.stripCredential);
+    const headers = originHeadersFor(x, options);
     const upstream = upstreamOf(x, upstreams);
     const env = x.env;
     const call = callOrigin(x.request, upstream.url(x.path, x.search, x.request.url), headers, x.declaredBytes, options.maxRequestBytes, (url, init) => upstream.fetch(url, init, env), upstream.name);
-    const settlement = new Settlement(x, call, options);
-    keepAlive(x.ctx, settlement.run());
-    return settlement.answer;
+    return settleAsHttp(x, call, options);
   };
+}
+
+/**
+ * Settles an origin call as an HTTP request (quota, in-flight slot, response
+ * charge, usage, request log), under waitUntil; resolves with the answer.
+ * Also used for a WebSocket upgrade the origin answered without 101.
+ */
+export function settleAsHttp(x: Exchange, call: OriginCall, options: ForwardOptions): Promise<Response> {
+  const settlement = new Settlement(x, call, options);
+  keepAlive(x.ctx, settlement.run());
+  return settlement.answer;
 }

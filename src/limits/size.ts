@@ -1,4 +1,4 @@
-// DESIGN §3 step 7: a declared body over `max_request_bytes` is refused with
+// docs/design.md step 7: a declared body over `max_request_bytes` is refused with
 // 413 before anything is forwarded, naming both numbers. A body without a
 // Content-Length is counted as it streams, in the forward
 // (src/proxy/forward.ts, boundedBody): the origin never receives a complete

@@ -1,4 +1,4 @@
-// What a stream is charged besides its open's request charges (DESIGN §13):
+// What a stream is charged besides its open's request charges:
 // `stream_rent` at the open and each period, and, when the caller has limits
 // for it, `message` per client message. The subjects are the open's own
 // (rate-limit.ts chargedSubjects): the caller, its tenant, and for anonymous

@@ -1,4 +1,4 @@
-// One open WebSocket stream (DESIGN §13): the gateway holds the client's end
+// One open WebSocket stream: the gateway holds the client's end
 // and the origin's, passes every message on unchanged, and charges what the
 // stream holds while it stays open — one `stream_rent` unit at the start of
 // every period (the first was prepaid with the open), and one `message` per
@@ -35,7 +35,6 @@ export interface StreamSessionOptions {
   readonly table: LimiterTable;
   readonly defaults: CategoryDefaults;
   readonly rentPeriodMs: number;
-  readonly requestLog: boolean;
   readonly usageMaxPending: number;
   readonly usageFlushIntervalMs: number;
 }
@@ -120,7 +119,7 @@ export class StreamSession {
       const nowMs = this.#x.runtime.now();
       this.#meter(nowMs, false);
       // The rent of one period is exactly the open's rent, so this denial's
-      // delay is the one a replacement stream's open needs (DESIGN §13).
+      // delay is the one a replacement stream's open needs.
       const decision = admit(this.#options.table, this.#rent, nowMs);
       if (!decision.allowed && this.#refused(this.#rent, decision.deniedChargeIndex, nowMs)) {
         this.#refuse("rent_refused", decision.retryAfterMs);
@@ -179,7 +178,7 @@ export class StreamSession {
     const options = this.#options;
     const nowMs = x.runtime.now();
     this.#meter(nowMs, true);
-    if (options.requestLog) {
+    if (x.runtime.requestLog.admitted()) {
       log.raw(streamLogLine(x, { endedBy, closeCode, messagesIn: this.#messagesIn, messagesOut: this.#messagesOut, rentPeriods: this.#rentPeriods }, nowMs));
     }
     // A stream's data point: status 101, and no body bytes (its messages are counted in the log line).

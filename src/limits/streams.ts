@@ -1,4 +1,4 @@
-// DESIGN §13: open WebSocket streams per credential per isolate. A stream
+// docs/design.md: open WebSocket streams per credential per isolate. A stream
 // holds no in-flight slot (it can stay open for hours, and would starve the
 // credential's requests); it holds a stream slot instead, from the open until
 // whatever ends it (either side closes, rent or a message is refused, the
@@ -7,7 +7,7 @@
 import { problem } from "../errors";
 import type { Check } from "./check";
 
-/** An `Upgrade: websocket` GET (RFC 6455 §4.1: the opening handshake is a GET). */
+/** An `Upgrade: websocket` GET (RFC 6455 section 4.1: the opening handshake is a GET). */
 export function isWebSocketUpgrade(request: Request): boolean {
   const upgrade = request.headers.get("upgrade");
   return upgrade !== null && request.method === "GET" && upgrade.trim().toLowerCase() === "websocket";

@@ -1,4 +1,4 @@
-// Audit of sustained limiting (DESIGN §10): once one caller passes
+// Audit of sustained limiting: once one caller passes
 // audit.threshold_rejections refusals in one audit.window_s window, one event
 // for that caller and window — `rate_limit_sustained` for rate limits,
 // `auth_failures_sustained` for refused credentials. Counting is a Map update

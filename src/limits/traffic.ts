@@ -7,6 +7,7 @@ import type { Bindings, Exchange } from "../context";
 import type { Runtime } from "../runtime";
 import { database } from "../db/client";
 import type { TrafficFlushOptions } from "../db/traffic-recorder";
+import { parseApiKey, readCredential } from "../identity/api-key";
 import { auditSubject } from "../identity/audit-subject";
 
 /** Decisions that are the gateway's own failure or the origin's, not a refusal of the caller. */
@@ -16,10 +17,23 @@ const NOT_REFUSALS: ReadonlySet<string> = new Set(["admitted", "exempt", "off", 
 export function refusedCallerOf(x: Exchange): string | null {
   const decision = x.decision;
   if (NOT_REFUSALS.has(decision) || decision.startsWith("shadow:")) return null;
+  return callerIdOf(x);
+}
+
+/**
+ * Who a request's caller is, as traffic and alerts name it: `key:<id>` or
+ * `jwt:<hex>` once the credential step ran; a managed key refused by its
+ * block before any lookup by the id its credential names; otherwise its
+ * address `ip:<address or /64>` (held in memory only: written as a digest).
+ */
+export function callerIdOf(x: Exchange): string | null {
   const caller = x.caller;
-  if (caller.kind === "key") return caller.callerKey;
-  if (caller.kind === "jwt") return caller.callerKey;
-  // Anonymous, or refused before the credential step (blocked, auth failures, a bad credential): its address.
+  if (caller.kind !== "anonymous") return caller.callerKey;
+  if (x.blockId !== null) {
+    const credential = readCredential(x.request.headers);
+    const key = credential === null ? null : parseApiKey(credential);
+    if (key !== null) return `key:${key.id}`;
+  }
   return x.clientKey === "unknown" ? null : `ip:${x.clientKey}`;
 }
 

@@ -1,4 +1,4 @@
-// One JSON line per gateway request (DESIGN §10), through the one logger.
+// One JSON line per gateway request, through the one logger.
 // Never headers, bodies, query strings, credentials or addresses: the path is
 // cut at `?` (the Exchange's path has no query), the caller is named only by
 // tenant and key id.
@@ -25,7 +25,7 @@ export interface RequestLogLine {
   bytes_in: number;
   /** The response's Content-Length, or null when it is streamed without one. */
   bytes_out: number | null;
-  /** Present (true) only when a global limit's ledger could not answer and `global.on_error` decided (DESIGN §11). */
+  /** Present (true) only when a global limit's ledger could not answer and `global.on_error` decided. */
   ledger_error?: true;
 }
 
@@ -61,4 +61,23 @@ export function requestLogLine(x: Exchange, status: number, bytesOut: number | n
     `,"bytes_in":${jsonNumber(x.declaredBytes ?? 0)},"bytes_out":${jsonNumber(bytesOut)}` +
     (x.ledgerError ? `,"ledger_error":true}` : "}")
   );
+}
+
+/** The caller a refusal is counted against in a summary: the credential's key, or the address before one is known. */
+function summaryCallerOf(x: Exchange): string {
+  const caller = x.caller;
+  return caller.kind === "anonymous" ? `ip:${x.clientKey}` : caller.callerKey;
+}
+
+/**
+ * Whether the request's line is to be written, by the runtime's request-log
+ * policy (src/log/request-log-policy.ts): an admitted, exempt or `off`
+ * request by the mode; a refusal within the per-second cap (past it, it is
+ * counted into that second's summary here, and no line is built).
+ */
+export function requestLogWanted(x: Exchange, nowMs: number): boolean {
+  const policy = x.runtime.requestLog;
+  const decision = x.decision;
+  if (decision === "admitted" || decision === "exempt" || decision === "off") return policy.admitted();
+  return policy.refusal(decision, summaryCallerOf(x), nowMs, x.ctx);
 }

@@ -1,5 +1,4 @@
-// One JSON line per WebSocket stream, written when it ends (DESIGN §10,
-// §13), through the one logger, beside the request log's lines (same
+// One JSON line per WebSocket stream, written when it ends, through the one logger, beside the request log's lines (same
 // format_version, tenant, key id, path, decision). Never message contents,
 // headers or close reasons (a reason is the peer's text).
 import type { Exchange } from "../context";

@@ -1,5 +1,5 @@
-// Forwards an admitted request to the origin and streams the answer back
-// (DESIGN §3 step 9). Bodies are never buffered: the request's stream is
+// Forwards an admitted request to the origin and streams the answer back.
+// Bodies are never buffered: the request's stream is
 // handed to fetch and the origin's stream is handed to the client. Headers
 // are copied once each way, leaving out hop-by-hop headers and those the
 // gateway writes itself.
@@ -15,6 +15,8 @@ export interface ForwardIdentity {
   readonly caller: string | null;
   /** Remove the credential headers before forwarding (`strip_credential`). */
   readonly stripCredential: boolean;
+  /** Pass the method-override headers on (`forward_method_override`); dropped otherwise. */
+  readonly forwardMethodOverride: boolean;
 }
 
 /**
@@ -36,25 +38,51 @@ const GATEWAY_OWNED: ReadonlySet<string> = new Set([
 ]);
 const CREDENTIAL_HEADERS: ReadonlySet<string> = new Set(["authorization", "x-api-key"]);
 
+/**
+ * Headers that ask the origin to treat the request as another method: routes
+ * (and their charges and quota) are chosen by the request's own method, so a
+ * `POST` carrying `X-HTTP-Method-Override: PUT` would store at an origin that
+ * honours it without the store route's checks. Dropped unless configured.
+ */
+export const METHOD_OVERRIDE_HEADERS: readonly string[] = ["x-http-method-override", "x-http-method", "x-method-override"];
+
 /** Request headers never passed on: hop-by-hop, and those the gateway owns. */
-const NOT_FORWARDED: ReadonlySet<string> = new Set([...HOP_BY_HOP, ...GATEWAY_OWNED]);
+const NOT_FORWARDED: ReadonlySet<string> = new Set([...HOP_BY_HOP, ...GATEWAY_OWNED, ...METHOD_OVERRIDE_HEADERS]);
+/** The same with `forward_method_override: true`. */
+const NOT_FORWARDED_KEEPING_OVERRIDES: ReadonlySet<string> = new Set([...HOP_BY_HOP, ...GATEWAY_OWNED]);
+
+/** The same names as lists, for deleting without iterating a Headers. */
+const NOT_FORWARDED_NAMES: readonly string[] = [...NOT_FORWARDED];
+const NOT_FORWARDED_KEEPING_OVERRIDES_NAMES: readonly string[] = [...NOT_FORWARDED_KEEPING_OVERRIDES];
+const CREDENTIAL_NAMES: readonly string[] = [...CREDENTIAL_HEADERS];
+const HOP_BY_HOP_NAMES: readonly string[] = [...HOP_BY_HOP];
+/** A header name as Headers accepts it (RFC 9110 token, lower case as listedInConnection gives it). */
+const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9a-z-]+$/;
+
+/** Deletes the names a Connection header listed. A listed name that is no valid header name cannot be present (and Headers would throw on it). */
+function deleteListed(headers: Headers, listed: ReadonlySet<string> | null): void {
+  if (listed === null) return;
+  for (const name of listed) if (HEADER_NAME.test(name)) headers.delete(name);
+}
 
 /**
- * The headers to send the origin: one pass over the client's, then the
- * gateway's own. Built by appending to an empty Headers: measured in workerd
- * (not Node), `new Headers(arrayOfPairs)` costs three to four times as much
- * as `forEach` plus `append` for a request's usual eight headers, since
- * every pair crosses into the runtime as an array of its own.
+ * The headers to send the origin: the client's, copied once natively, less
+ * what must not pass, then the gateway's own. Measured in workerd (20,000
+ * copies of a usual request's headers in one request), a native copy and a
+ * delete of each name that must not pass cost about 30 % less than a
+ * `forEach` over the client's headers appending each one to an empty Headers
+ * (8 µs against 11 µs), which was itself cheaper than `new Headers(list of
+ * pairs)`: every JavaScript callback and every pair crosses into the runtime
+ * on its own, while a delete of an absent name does not allocate.
  */
 export function originRequestHeaders(incoming: Headers, who: ForwardIdentity): Headers {
-  const out = new Headers();
-  const strip = who.stripCredential;
-  // Names the client's Connection header lists are hop-by-hop too (they may be anything: never passed to Headers).
+  const out = new Headers(incoming);
+  // Names the client's Connection header lists are hop-by-hop too.
   const listed = listedInConnection(incoming.get("connection"));
-  incoming.forEach((value, name) => {
-    if (NOT_FORWARDED.has(name) || (listed !== null && listed.has(name)) || (strip && CREDENTIAL_HEADERS.has(name))) return;
-    out.append(name, value);
-  });
+  const dropped = who.forwardMethodOverride ? NOT_FORWARDED_KEEPING_OVERRIDES_NAMES : NOT_FORWARDED_NAMES;
+  for (let i = 0; i < dropped.length; i++) out.delete(dropped[i]!);
+  deleteListed(out, listed);
+  if (who.stripCredential) for (let i = 0; i < CREDENTIAL_NAMES.length; i++) out.delete(CREDENTIAL_NAMES[i]!);
   out.set("x-forwarded-for", who.clientAddress);
   out.set("x-real-ip", who.clientAddress);
   if (who.tenant !== null) out.set("x-tollgate-tenant", who.tenant);
@@ -71,7 +99,7 @@ export interface BoundedBody {
 }
 
 /**
- * The body, cut off the moment it passes `limit` bytes (DESIGN §3 step 7):
+ * The body, cut off the moment it passes `limit` bytes:
  * `abort` cancels the upstream request mid-body and the stream never ends,
  * so the origin never receives a complete body. (Erroring the stream is not
  * enough: workerd ends a chunked upload cleanly when its source errors, and
@@ -157,20 +185,20 @@ export function callOrigin(
 /**
  * The answer to send the client: the origin's status, status text, headers
  * and body, without hop-by-hop headers, plus `extra` (rate-limit headers and
- * the like, which replace any of the same name). Measured in workerd,
- * `new Response(body, origin)` copies the origin's headers natively for
- * about half of what rebuilding them from a list of pairs cost; the few
- * hop-by-hop names an origin sends (`connection`, `keep-alive`) are then
- * deleted.
+ * the like, which replace any of the same name). `new Response(body,
+ * origin)` copies the origin's headers natively once (a fetch's headers
+ * cannot be changed in place); the hop-by-hop names are then deleted on the
+ * copy without iterating it (workerd leaves `connection`, `keep-alive` and
+ * `transfer-encoding` on a fetch's answer). Measured in workerd: 5.3 µs for
+ * the copy and the deletes, against 7.7 µs when the origin's header names
+ * were iterated to find the ones to delete.
  */
 export function answerFrom(origin: Response, extra: readonly (readonly [string, string])[], body: ReadableStream<Uint8Array> | null = origin.body): Response {
   const answer = new Response(body, origin);
   const headers = answer.headers;
-  // Only names the origin's headers hold are deleted: a name its Connection header lists may be anything.
-  const listed = listedInConnection(origin.headers.get("connection"));
-  for (const name of origin.headers.keys()) {
-    if (HOP_BY_HOP.has(name) || (listed !== null && listed.has(name))) headers.delete(name);
-  }
+  const listed = listedInConnection(headers.get("connection"));
+  for (let i = 0; i < HOP_BY_HOP_NAMES.length; i++) headers.delete(HOP_BY_HOP_NAMES[i]!);
+  deleteListed(headers, listed);
   for (const pair of extra) headers.set(pair[0], pair[1]);
   return answer;
 }

@@ -1,4 +1,4 @@
-// Headers that describe one connection, not the message (RFC 9110 §7.6.1),
+// Headers that describe one connection, not the message (RFC 9110 section 7.6.1),
 // plus the proxy credentials. Dropped in both directions, with every name the
 // Connection header lists, while the forward copies headers (forward.ts).
 export const HOP_BY_HOP: ReadonlySet<string> = new Set([

@@ -1,43 +1,94 @@
-// DESIGN §3 step 0: the request path as the gateway matches and forwards it.
+// docs/design.md step 0: the request path as the gateway matches and forwards it.
 // The runtime's URL parser has already resolved `.`/`..` (also `%2e`), turned
 // `\` into `/` and percent-encoded what needs it, so what is left to an
-// attacker is spelling: encoded separators and NUL (which an origin that
-// decodes before normalising turns into `/`, `\` or a string end: a way out of
-// the base path), and runs of `/` (which many servers merge, so a route
-// `/objects/:object` could be dodged with `//objects/x`). Case and a trailing
-// slash are kept as sent for the origin; route matching ignores them
-// (src/engine/routes.ts).
+// attacker is spelling:
+// - encoded separators and NUL (which an origin that decodes before
+//   normalising turns into `/`, `\` or a string end: a way out of the base
+//   path): refused;
+// - escapes of unreserved characters (`/%6Fbjects/x` is `/objects/x` to any
+//   origin that decodes, and nearly all do): decoded, as RFC 3986 §6.2.2.2
+//   allows, so that routes match what the origin will serve; the origin gets
+//   the decoded spelling;
+// - other escapes: kept, with upper-case hex (one spelling per byte);
+// - a segment that is `.` or `..` once decoded (the parser resolves these, but
+//   a URL that did not come through it must not climb out of the base path):
+//   refused;
+// - runs of `/` (which many servers merge, so a route `/objects/:object`
+//   could be dodged with `//objects/x`): collapsed.
+// Case and a trailing slash are kept as sent for the origin; route matching
+// ignores them (src/engine/routes.ts).
 
-/** Null: refuse with 400 invalid_path. Otherwise the path with runs of `/` collapsed. */
+/** Null: refuse with 400 invalid_path. Otherwise the path as matched and forwarded. */
 export function normalisePath(pathname: string): string | null {
-  // The common path has neither `%` nor `//`: returned as it is, nothing allocated.
-  const percent = pathname.indexOf("%");
-  if (percent !== -1 && hasForbiddenEscape(pathname, percent)) return null;
-  if (pathname.indexOf("//") === -1) return pathname;
+  // The common path has no `%`, no `//` and no segment starting with `.`: returned as it is, nothing allocated.
+  if (pathname.indexOf("%") === -1 && pathname.indexOf("//") === -1 && pathname.indexOf("/.") === -1) return pathname;
   let out = "";
-  let lastSlash = false;
-  for (let i = 0; i < pathname.length; i++) {
+  // Where the current segment starts in `out` (just after its `/`).
+  let segmentStart = 0;
+  const n = pathname.length;
+  for (let i = 0; i < n; i++) {
     const ch = pathname.charCodeAt(i);
     if (ch === 47 /* / */) {
-      if (lastSlash) continue;
-      lastSlash = true;
-    } else lastSlash = false;
+      if (dotSegment(out, segmentStart)) return null;
+      // A run of `/` is one.
+      if (out.length > 0 && out.charCodeAt(out.length - 1) === 47) continue;
+      out += "/";
+      segmentStart = out.length;
+      continue;
+    }
+    if (ch === 37 /* % */) {
+      const byte = i + 2 < n ? escapedByte(pathname.charCodeAt(i + 1), pathname.charCodeAt(i + 2)) : -1;
+      if (byte === -1) {
+        // A `%` without two hex digits is a literal `%`: written `%25`, so that
+        // what follows can never become an escape once its neighbours are
+        // decoded (`%%36F` would otherwise leave `%6F` for the origin to decode).
+        out += "%25";
+        continue;
+      }
+      if (byte === 0x2f || byte === 0x5c || byte === 0x00) return null;
+      out += UNRESERVED[byte] === 1 ? String.fromCharCode(byte) : `%${HEX[byte >> 4]}${HEX[byte & 15]}`;
+      i += 2;
+      continue;
+    }
     out += pathname[i];
   }
+  if (dotSegment(out, segmentStart)) return null;
   return out;
 }
 
-// %2F / %2f (slash), %5C / %5c (backslash), %00 (NUL).
-function hasForbiddenEscape(path: string, from: number): boolean {
-  for (let i = from; i !== -1 && i + 2 < path.length; i = path.indexOf("%", i + 1)) {
-    const a = path.charCodeAt(i + 1);
-    const b = path.charCodeAt(i + 2) | 0x20; // lower-case a hex letter
-    if (a === 50 /* 2 */ && b === 102 /* f */) return true;
-    if (a === 53 /* 5 */ && b === 99 /* c */) return true;
-    if (a === 48 /* 0 */ && path.charCodeAt(i + 2) === 48) return true;
-  }
+/** Whether out[from..] is `.` or `..`. */
+function dotSegment(out: string, from: number): boolean {
+  const length = out.length - from;
+  if (length === 1) return out.charCodeAt(from) === 46;
+  if (length === 2) return out.charCodeAt(from) === 46 && out.charCodeAt(from + 1) === 46;
   return false;
 }
+
+const HEX = "0123456789ABCDEF";
+
+function hexValue(code: number): number {
+  if (code >= 48 && code <= 57) return code - 48;
+  const lower = code | 0x20;
+  if (lower >= 97 && lower <= 102) return lower - 87;
+  return -1;
+}
+
+/** The byte two hex digits spell, or -1 when they are not both hex digits. */
+function escapedByte(high: number, low: number): number {
+  const hi = hexValue(high);
+  const lo = hexValue(low);
+  return hi === -1 || lo === -1 ? -1 : hi * 16 + lo;
+}
+
+/** 1 for the bytes RFC 3986 calls unreserved: A–Z a–z 0–9 - . _ ~ */
+const UNRESERVED: Uint8Array = (() => {
+  const table = new Uint8Array(256);
+  for (let c = 0; c < 128; c++) {
+    const ch = String.fromCharCode(c);
+    if (/[A-Za-z0-9\-._~]/.test(ch)) table[c] = 1;
+  }
+  return table;
+})();
 
 /** The pathname and the query (with its `?`, or "") of an absolute URL string, without building a URL. */
 export function splitUrl(url: string): { pathname: string; search: string } {

@@ -1,4 +1,4 @@
-// The limiter table's settlement of a response-priced charge (DESIGN §14),
+// The limiter table's settlement of a response-priced charge,
 // written on the table's public methods the way gcra.ts's admit() is. The
 // moves themselves (debtUnitsAfter, refundUnitsAfter) are the engine's, the
 // same the LimitLedger applies to a global limit's state.

@@ -1,4 +1,4 @@
-// What a priced response settles once its cost is known (DESIGN §14): the
+// What a priced response settles once its cost is known: the
 // reserve was spent before forwarding; the actual cost n replaces it.
 
 import type { CostResult } from "./response-cost-result";

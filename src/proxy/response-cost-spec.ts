@@ -1,4 +1,4 @@
-// The route option `response_charge` (DESIGN §14): which category the
+// The route option `response_charge`: which category the
 // origin's answer prices, where the cost is read, and the reserve spent
 // before forwarding. Validated by zod, compiled once per config.
 import { z } from "zod";

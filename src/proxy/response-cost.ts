@@ -1,4 +1,4 @@
-// Reads a response's cost (DESIGN §14) from a header, or from the body as it
+// Reads a response's cost from a header, or from the body as it
 // streams to the client.
 //
 // The body is teed: the client gets one branch, untouched (in workerd a
@@ -30,14 +30,15 @@
 //
 // A client that hangs up cancels only its branch: the scanner's branch keeps
 // the origin's answer coming and reads it to its end, so the cost is what
-// the whole answer says (DESIGN §3 keeps the origin request alive after a
+// the whole answer says (docs/design.md keeps the origin request alive after a
 // hang-up; an LLM API reports usage only in its last event, and a caller
 // must not dodge it by leaving just before). `stop` ends that reading early;
 // the cost is then what was seen.
 //
 // `cost` never rejects and settles once: at the body's end, when it errors,
 // when the JSON scanner's answer can no longer change (its branch is then
-// cancelled), or when `stop` aborts. Register it with `waitUntil` before
+// cancelled, or with `drain` read on to its end unscanned, so that `ended`
+// marks the body's end), or when `stop` aborts. Register it with `waitUntil` before
 // returning the response: after a hang-up it is what keeps the reading
 // alive. Send the body or cancel it: a client branch nobody reads is
 // buffered for until the runtime gives up on both branches.
@@ -59,12 +60,25 @@ const MAX_HEADER_DIGITS = 10;
 export interface TapOptions {
   /** Aborting it stops the scanner reading: its branch is cancelled and the cost is what was seen. The client's branch is not touched. */
   stop?: AbortSignal;
+  /**
+   * Read the origin's body to its end even once the cost is fixed (the
+   * rest is read without scanning), so that `ended` marks the body's end:
+   * the gateway holds an in-flight slot until then instead of piping the
+   * client's branch through a second stream to learn it.
+   */
+  drain?: boolean;
 }
 
 export interface TappedBody {
   /** The body to send instead of the origin's: the same bytes, as they come. Null when the origin's is null. */
   readonly body: ReadableStream<Uint8Array> | null;
   readonly cost: Promise<CostResult>;
+  /**
+   * With `drain`, when the scanner's branch has been read to its end (or
+   * broke off, or `stop` aborted); null when no branch is read (no body, a
+   * type no scanner reads, a header cost). Never rejects.
+   */
+  readonly ended: Promise<void> | null;
 }
 
 export interface PricedResponse extends TappedBody {
@@ -104,10 +118,13 @@ export function bodyFormatOf(contentType: string | null): "json" | "sse" | null 
  */
 export function tapCost(body: ReadableStream<Uint8Array> | null, path: JsonPath, contentType: string | null, options: TapOptions = {}): TappedBody {
   const format = bodyFormatOf(contentType);
-  if (body === null || format === null) return { body, cost: Promise.resolve(NOT_FOUND.absent) };
+  if (body === null || format === null) return { body, cost: Promise.resolve(NOT_FOUND.absent), ended: null };
   const [client, scanned] = body.tee();
   const sink = format === "sse" ? new SseCostScanner(path) : new JsonSink(path);
-  return { body: client, cost: readCost(scanned, sink, options.stop) };
+  let settle!: (result: CostResult) => void;
+  const cost = new Promise<CostResult>((resolve) => (settle = resolve));
+  const read = readCost(scanned, sink, options.stop, options.drain === true, settle);
+  return { body: client, cost, ended: options.drain === true ? read : null };
 }
 
 /**
@@ -119,10 +136,10 @@ export function priceResponse(response: Response, charge: ResponseCharge, option
   if (source.kind === "header") {
     const cost = costFromHeader(response.headers, source.name);
     const known = cost === null ? (response.headers.has(source.name) ? NOT_FOUND.malformed : NOT_FOUND.absent) : costFound(cost);
-    return { body: response.body, cost: Promise.resolve(known), known };
+    return { body: response.body, cost: Promise.resolve(known), known, ended: null };
   }
   const tapped = tapCost(response.body, source.path, response.headers.get("content-type"), options);
-  return { body: tapped.body, cost: tapped.cost, known: null };
+  return { body: tapped.body, cost: tapped.cost, known: null, ended: tapped.ended };
 }
 
 /** What a tap feeds: the scanners behind one shape. */
@@ -189,8 +206,9 @@ function pause(ms: number, stop: AbortSignal | undefined): Promise<void> {
 }
 
 // Reads the scanner's branch to its end (or until the answer is fixed or
-// `stop` aborts) and answers the cost. Never rejects.
-async function readCost(branch: ReadableStream<Uint8Array>, sink: CostSink, stop: AbortSignal | undefined): Promise<CostResult> {
+// `stop` aborts) and settles the cost once; with `drain`, reads on past a
+// fixed answer, without scanning, to the body's end. Never rejects.
+async function readCost(branch: ReadableStream<Uint8Array>, sink: CostSink, stop: AbortSignal | undefined, drain: boolean, settle: (result: CostResult) => void): Promise<void> {
   const branchReader = readerOf(branch);
   const reader = branchReader.reader;
   let stopped = false;
@@ -202,6 +220,8 @@ async function readCost(branch: ReadableStream<Uint8Array>, sink: CostSink, stop
   if (stop?.aborted === true) onStop();
   else stop?.addEventListener("abort", onStop, { once: true });
   let view = new Uint8Array(branchReader.kind === "byob" ? READ_BUFFER_BYTES : 0);
+  // Once the answer is fixed and the rest is only read to its end (drain).
+  let draining = false;
   try {
     for (;;) {
       let result: ReadableStreamReadResult<Uint8Array>;
@@ -210,26 +230,40 @@ async function readCost(branch: ReadableStream<Uint8Array>, sink: CostSink, stop
         result = branchReader.kind === "byob" ? await branchReader.reader.read(view) : await branchReader.reader.read();
       } catch {
         // The origin's body broke off; the client's branch sees the same error.
-        return sink.cut();
+        if (!draining) settle(sink.cut());
+        return;
       }
       const chunk = result.value;
       // A BYOB read may end the stream and hand over its last bytes at once.
       if (chunk !== undefined && chunk.byteLength > 0) {
-        try {
-          sink.push(chunk);
-        } catch {
-          // A scanner bug must not hold the client's branch back: stop reading; the reserve stands.
-          await reader.cancel().catch(() => {});
-          return NOT_FOUND.malformed;
-        }
-        if (sink.settled) {
-          await reader.cancel().catch(() => {});
-          return sink.end();
+        if (!draining) {
+          try {
+            sink.push(chunk);
+          } catch {
+            // A scanner bug must not hold the client's branch back: stop reading; the reserve stands.
+            settle(NOT_FOUND.malformed);
+            if (!drain) {
+              await reader.cancel().catch(() => {});
+              return;
+            }
+            draining = true;
+          }
+          if (!draining && sink.settled) {
+            settle(sink.end());
+            if (!drain) {
+              await reader.cancel().catch(() => {});
+              return;
+            }
+            draining = true;
+          }
         }
         // The read took our buffer over; read into it again.
         if (branchReader.kind === "byob") view = new Uint8Array(chunk.buffer as ArrayBuffer);
       }
-      if (result.done) return stopped ? sink.cut() : sink.end();
+      if (result.done) {
+        if (!draining) settle(stopped ? sink.cut() : sink.end());
+        return;
+      }
       if (!stopped && (chunk?.byteLength ?? 0) < COALESCE_BELOW_BYTES && Date.now() > askedAtMs) await pause(COALESCE_MS, stop);
     }
   } finally {

@@ -81,7 +81,8 @@ function urlUpstream(name: string, base: OriginBase): Upstream {
 }
 
 function zoneUpstream(): Upstream {
-  return { name: DEFAULT_ORIGIN_NAME, url: (_path, _search, requestUrl) => requestUrl, fetch: fetchAnywhere };
+  // The request's own scheme and host with the path as matched (collapsed, unreserved escapes decoded).
+  return { name: DEFAULT_ORIGIN_NAME, url: (path, search, requestUrl) => originOf(requestUrl) + path + search, fetch: fetchAnywhere };
 }
 
 /** The request's `scheme://host[:port]`: a service Worker sees the host the client asked for. */

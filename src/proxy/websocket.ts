@@ -1,4 +1,4 @@
-// The WebSocket half of the forward (DESIGN §13): the origin's end of a
+// The WebSocket half of the forward: the origin's end of a
 // proxied stream. The gateway holds both ends (the client's through a
 // WebSocketPair, the origin's from fetch), so it can charge messages and
 // close either side; this file only opens the origin's end and says how a
@@ -7,8 +7,8 @@
 // workerd performs the origin handshake itself: given `Upgrade: websocket` it
 // writes its own Sec-WebSocket-Key and -Version (it replaces whatever the
 // request carries) and answers 101 with `response.webSocket`; an origin that
-// refuses answers an ordinary response, which goes back to the client whole.
-import { errorName } from "../log/logger";
+// refuses (or ignores `Upgrade`, as most frameworks do) answers an ordinary
+// response, which is settled and passed back as any HTTP answer is.
 
 /**
  * Handshake headers that belong to one hop: each side negotiates its own key,
@@ -26,8 +26,9 @@ export function upgradeHeaders(forwarded: Headers): Headers {
 
 export type OriginUpgrade =
   | { readonly kind: "open"; readonly socket: WebSocket; readonly protocol: string | null }
+  /** The origin answered without 101: an HTTP answer. */
   | { readonly kind: "refused"; readonly response: Response }
-  | { readonly kind: "unreachable"; readonly error: string };
+  | { readonly kind: "unreachable"; readonly cause: unknown };
 
 /** Opens the origin's end of a stream at `target` (an http(s) URL) through `send` (fetch, or a service binding's). Never throws. */
 export async function openOriginSocket(target: string, headers: Headers, send: (url: string, init: RequestInit) => Promise<Response> = (url, init) => fetch(url, init)): Promise<OriginUpgrade> {
@@ -35,7 +36,7 @@ export async function openOriginSocket(target: string, headers: Headers, send: (
   try {
     response = await send(target, { method: "GET", headers, redirect: "manual" });
   } catch (err) {
-    return { kind: "unreachable", error: errorName(err) };
+    return { kind: "unreachable", cause: err };
   }
   const socket = response.webSocket;
   if (response.status !== 101 || socket === null) return { kind: "refused", response };
@@ -47,7 +48,7 @@ export function sendableCloseCode(code: number): boolean {
   return (code >= 1000 && code <= 1003) || (code >= 1007 && code <= 1014) || (code >= 3000 && code <= 4999);
 }
 
-/** RFC 6455 §7.4.1: 1001 "going away". What the gateway sends one side when the other vanished or was refused. */
+/** RFC 6455 section 7.4.1: 1001 "going away". What the gateway sends one side when the other vanished or was refused. */
 export const CLOSE_GOING_AWAY = 1001;
 /** "No status received": the peer's close frame carried no code. */
 export const CLOSE_NO_STATUS = 1005;

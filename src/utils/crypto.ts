@@ -27,6 +27,16 @@ export function importHmacKey(secret: string): Promise<CryptoKey> {
   return crypto.subtle.importKey("raw", encoder.encode(secret), { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
 }
 
+/**
+ * An HMAC-SHA256 key derived from a secret for one purpose: the key is
+ * HMAC(secret, label), so a value signed for `label` verifies under no other
+ * label, and changing the secret voids everything signed before.
+ */
+export async function deriveHmacKey(secret: string, label: string): Promise<CryptoKey> {
+  const derived = await hmacBytes(await importHmacKey(secret), label);
+  return crypto.subtle.importKey("raw", derived, { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
+}
+
 /** HMAC-SHA256 of a string under `key`. */
 export async function hmacBytes(key: CryptoKey, text: string): Promise<Uint8Array> {
   return new Uint8Array(await crypto.subtle.sign("HMAC", key, encoder.encode(text)));

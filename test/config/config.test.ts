@@ -22,6 +22,7 @@ describe("config", () => {
       expect(c.anonymous).toBe("allow");
       expect(c.exemptPaths).toEqual(DEFAULT_EXEMPT_PATHS);
       expect(c.stripCredential).toBe(false);
+      expect(c.forwardMethodOverride).toBe(false);
       expect(c.maxRequestBytes).toBe(0);
       expect(c.cacheTtlMs).toBe(DEFAULT_CACHE_TTL_S * 1000);
       expect(c.staleIfErrorMs).toBe(300_000);
@@ -32,7 +33,9 @@ describe("config", () => {
       expect(c.reservationTtlS).toBe(DEFAULT_RESERVATION_TTL_S);
       expect(c.auditThresholdRejections).toBe(100);
       expect(c.auditWindowMs).toBe(60_000);
-      expect(c.requestLog).toBe(true);
+      expect(c.requestLog).toBe("all");
+      expect(c.requestLogSample).toBe(0.1);
+      expect(c.requestLogRefusalsPerS).toBe(50);
       expect(c.authFailureLimits).toHaveLength(1);
       expect(c.authFailureLimits[0]).toMatchObject({ count: 60, windowS: 60 });
       expect(c.defaultScope).toBe("isolate");
@@ -81,6 +84,7 @@ describe("config", () => {
     [{ trusted_proxies: ["10.0.0.0/8", "not-a-cidr"] }, "trusted_proxies.1"],
     [{ exempt_paths: ["healthz"] }, "exempt_paths.0"],
     [{ strip_credential: "yes" }, "strip_credential"],
+    [{ forward_method_override: "true" }, "forward_method_override"],
     [{ max_request_bytes: -1 }, "max_request_bytes"],
     [{ max_request_bytes: 1.5 }, "max_request_bytes"],
     [{ cache_ttl_s: 0 }, "cache_ttl_s"],

@@ -69,13 +69,13 @@ describe("the admin client", () => {
   it("describes a non-problem error without echoing its body", async () => {
     route = () => ({ status: 502, body: "<html><body>Bad gateway <script>x</script></body></html>", contentType: "text/html" });
     const result = await cli("tenants", "ls");
-    expectRefused(result, /^error: the gateway answered HTTP 502 without a problem\+json body\n$/);
+    expectRefused(result, /^error: http:\/\/127\.0\.0\.1:\d+ answered HTTP 502 without a problem\+json body: it does not look like a Tollgate admin API \(check TOLLGATE_URL or --url\)\n$/);
     expect(result.stderr).not.toContain("<html>");
   });
 
   it("refuses a list answer without its list rather than print nothing", async () => {
     route = () => ({ body: { items: [] } });
-    expectRefused(await cli("blocks", "ls"), /GET \/blocks: the answer has no "blocks" list/);
+    expectRefused(await cli("blocks", "ls"), /is not answering as a Tollgate admin API does \(its answer has no "blocks" list\): check TOLLGATE_URL or --url/);
   });
 
   it("stops following a cursor that repeats", async () => {
@@ -86,27 +86,28 @@ describe("the admin client", () => {
 });
 
 describe("tenants (GET /tenants, org)", () => {
-  it("ls follows next_cursor and prints every tenant with its org", async () => {
+  it("ls follows next_cursor and prints every tenant with its org (--no-usage: no call per tenant)", async () => {
     route = (r) => ({ body: TENANT_PAGES[r.query.cursor ?? ""] });
-    const table = await cli("tenants", "ls");
+    const table = await cli("tenants", "ls", "--no-usage");
     expect(table.code, table.stderr).toBe(0);
     expect(fake.received.map((r) => [r.method, r.path, r.query])).toEqual([
       ["GET", "/tenants", {}],
       ["GET", "/tenants", { cursor: "c1" }],
     ]);
-    expect(table.stdout.split("\n")[0]).toMatch(/^TENANT\s+ORG\s+CREATED\s+UPDATED$/);
+    expect(table.stdout.split("\n")[0]).toMatch(/^TENANT\s+ORG\s+QUOTA\s+UPDATED$/);
     expect(tableRows(table.stdout).map((row) => row.slice(0, 2))).toEqual([["acme", "bigco"], ["beta", "-"], ["gamma", "bigco"]]);
 
-    const json = jsonOut<{ tenants: Array<{ tenant: string }>; next_cursor: null }>(await cli("tenants", "ls", "--json"));
+    const json = jsonOut<{ tenants: Array<{ tenant: string }>; next_cursor: null }>(await cli("tenants", "ls", "--json", "--no-usage"));
     expect(json.tenants.map((t) => t.tenant)).toEqual(["acme", "beta", "gamma"]);
     expect(json.next_cursor).toBeNull();
   });
 
-  it("put --org sends the org with the limits and quota", async () => {
-    route = () => ({ status: 201, body: { tenant: "acme", org: "bigco" } });
+  it("put --org asks whether the tenant exists, then sends the org with the limits and quota", async () => {
+    route = (r) => (r.method === "GET" ? { status: 404, body: { code: "not_found", detail: "No tenant named acme." } } : { status: 201, body: { tenant: "acme", org: "bigco" } });
     const result = await cli("tenants", "put", "acme", "--org", "bigco", "--quota", '{"bytes":{"hard":1000}}');
     expect(result).toMatchObject({ code: 0, stdout: "Created tenant acme.\n" });
-    expect(only()).toMatchObject({ method: "PUT", path: "/tenants/acme", body: { org: "bigco", quota: { bytes: { hard: 1000 } } } });
+    expect(fake.received.map((r) => [r.method, r.path])).toEqual([["GET", "/tenants/acme"], ["PUT", "/tenants/acme"]]);
+    expect(fake.received[1]).toMatchObject({ method: "PUT", path: "/tenants/acme", body: { org: "bigco", quota: { bytes: { hard: 1000 } } } });
   });
 
   it("says 'No tenants.' for an empty list", async () => {
@@ -274,6 +275,12 @@ describe("usage reconcile (POST /usage/reconcile[?apply=true]), paging and statu
       tenants: [drift("acme", "adjusted"), drift("zeta", "adjusted")],
       next_cursor: null,
     });
+  });
+
+  it("lists a recent drift, says to wait and run again, and exits 1", async () => {
+    route = () => page([{ ...drift("acme", "recent"), wait_s: 42 }]);
+    const result = await cli("usage", "reconcile");
+    expectRefused(result, /^error: 1 tenant\(s\) stored or deleted bytes within the metering flush interval, so their drift may close by itself and was not counted as drift: wait 42 s and run again\n$/);
   });
 
   it("exits 1 when a tenant changed while checked or its quota object did not answer, even with --apply", async () => {

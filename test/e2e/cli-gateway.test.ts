@@ -51,7 +51,8 @@ describe("tollgate tenants", () => {
     const file = join(dir, `${tenant}.json`);
     const replacement = { limits: { request: { tenant: [{ count: 5, window_s: 1 }] } } };
     await writeFile(file, JSON.stringify(replacement));
-    expect(await tollgate("tenants", "put", tenant, "--body", `@${file}`)).toMatchObject({ code: 0, stdout: `Replaced tenant ${tenant}.\n` });
+    const replaced = await tollgate("tenants", "put", tenant, "--body", `@${file}`);
+    expect(replaced).toMatchObject({ code: 0, stdout: `Replaced tenant ${tenant} whole; dropped what was not given again: quota {"bytes":{"soft":800,"hard":1000},"objects":{"hard":10}}.\n` });
     // A put replaces the whole tenant: the quota it did not name is gone.
     expect(jsonOut(await tollgate("tenants", "get", tenant, "--json"))).toMatchObject({ limits: replacement.limits, quota: {} });
 

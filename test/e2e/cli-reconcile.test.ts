@@ -59,7 +59,7 @@ async function untilMetered(tenant: string, key: string, bytes: number): Promise
 
 function expectDrift(result: CliResult, count: number): void {
   expect(result.code, result.stderr).toBe(1);
-  expect(result.stderr).toBe(`error: drift in ${count} tenant(s); run 'tollgate usage reconcile --apply' to append adjustment rows\n`);
+  expect(result.stderr).toBe(`error: drift in ${count} tenant(s), each older than the metering flush interval; run 'tollgate usage reconcile --apply' to append adjustment rows\n`);
 }
 
 describe("tollgate usage reconcile", () => {

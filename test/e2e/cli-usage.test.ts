@@ -51,16 +51,17 @@ async function commandPaths(): Promise<string[][]> {
 describe("tollgate --help", () => {
   it("answers every command's --help with its usage on stdout and exit 0", async () => {
     const paths = await commandPaths();
-    // tollgate, 8 commands, 20 subcommands: issue 17's list plus `overrides get` and `reset` (issue 16's reset).
-    expect(paths).toHaveLength(29);
+    // tollgate: issue 17's list plus `overrides get` and `reset` (issue 16's reset), issue 30's `tenants set`, `blocks get` and `audit`, and issue 26's `traffic`, `top-refused`, `alerts`.
+    expect(paths).toHaveLength(35);
     expect(paths.map((p) => p.join(" "))).toEqual(
       expect.arrayContaining([
-        "tenants ls", "tenants get", "tenants put", "tenants rm",
+        "tenants ls", "tenants get", "tenants put", "tenants set", "tenants rm",
         "keys mint", "keys ls", "keys revoke",
         "overrides ls", "overrides put", "overrides rm",
-        "blocks ls", "blocks add", "blocks rm",
+        "blocks ls", "blocks get", "blocks add", "blocks rm",
         "orgs ls", "orgs get", "orgs put", "orgs rm",
-        "explain", "reset", "usage export", "usage reconcile",
+        "explain", "reset", "usage export", "usage reconcile", "audit",
+        "traffic", "top-refused", "alerts",
       ]),
     );
     for (const path of paths) {
@@ -80,6 +81,14 @@ describe("tollgate --help", () => {
     expect(result.stdout).toMatch(/^Usage: tollgate tenants put \[options\] <tenant>\n/);
     expect(result.stdout).toContain("--limits <json>");
     expect(result.stdout).toContain("--body <json>");
+  });
+
+  it("shows both --limits shapes, each with an example, in the help of every command that takes --limits", async () => {
+    for (const path of [["tenants", "put"], ["tenants", "set"], ["keys", "mint"], ["overrides", "put"]]) {
+      const { stdout } = await runCliInProcess([...path, "--help"]);
+      expect(stdout, path.join(" ")).toContain(`'{"request":{"key":[{"count":100,"window_s":60}]`);
+      expect(stdout, path.join(" ")).toContain(`'{"request":[{"count":100,"window_s":60}]`);
+    }
   });
 
   it("prints the package version for --version", async () => {
@@ -115,6 +124,17 @@ describe("usage errors exit 2 with one line and send nothing", () => {
     ["a duration that is not one", ["blocks", "add", "ip:192.0.2.1", "--expires-in", "soon"], /--expires-in: not a duration/],
     ["both expiry flags", ["blocks", "add", "ip:192.0.2.1", "--expires-in", "1h", "--expires-at", "2030-01-01T00:00:00Z"], /give one, not both/],
     ["a path-traversing argument", ["tenants", "rm", ".."], /tenant: not a valid value/],
+    ["a key's --limits shape for a tenant", ["tenants", "put", "acme", "--limits", '{"request":[{"count":1,"window_s":1}]}'], /--limits: a tenant's limits name whom each list applies to/],
+    ["a tenant's --limits shape for an override", ["overrides", "put", "ip:192.0.2.1", "--limits", '{"request":{"key":[{"count":1,"window_s":1}]}}'], /--limits: a key's or an override's limits are a list per category, e\.g\. \{"request":\[/],
+    ["tenants set with nothing to set", ["tenants", "set", "acme"], /name at least one of --org, --no-org, --limits, --quota/],
+    ["part of a key for explain", ["explain", "key:tg_abc"], /the 12 characters after tg_/],
+    ["a --from that is not a time", ["traffic", "--from", "yesterday"], /--from: not a time like 2026-12-02T10:00:00Z, nor a duration ago like 90m, 24h or 7d: 'yesterday'/],
+    ["a time without a zone", ["traffic", "--to", "2026-12-02T10:00:00"], /--to: not a time like/],
+    ["--from after --to", ["traffic", "--from", "2026-12-02T10:00:00Z", "--to", "2026-12-02T09:00:00Z"], /--from: must be before --to/],
+    ["a span over 31 days", ["traffic", "--from", "2026-01-01T00:00:00Z", "--to", "2026-02-01T00:00:01Z"], /--from, --to: at most 31 days apart/],
+    ["--minutes that is not a count", ["top-refused", "--minutes", "0"], /--minutes: not a whole number above 0: '0'/],
+    ["--minutes past a week", ["top-refused", "--minutes", "10081"], /--minutes: at most 10080/],
+    ["--limit past 200", ["alerts", "--limit", "201"], /--limit: at most 200/],
   ];
 
   it.each(cases)("refuses %s", async (_name, args, message) => {
@@ -129,6 +149,22 @@ describe("usage errors exit 2 with one line and send nothing", () => {
 
   it("refuses a run without a URL, naming the variable", async () => {
     expectUsageError(await runCli(["tenants", "ls"], { env: { TOLLGATE_ADMIN_TOKEN: "t".repeat(40) } }), /no gateway URL: set TOLLGATE_URL or pass --url/);
+  });
+
+  it("refuses plain http:// to a host other than this machine unless --insecure-http", async () => {
+    const before = fake.received.length;
+    // 0.0.0.0 reaches this machine's listener, yet is no loopback name: the refusal is about the name given.
+    const remote = fake.url.replace("127.0.0.1", "0.0.0.0");
+    const token = "t".repeat(40);
+    for (const url of [remote, "http://gw.example.com", "http://10.0.0.1:8787"]) {
+      expectUsageError(await runCli(["tenants", "ls", "--url", url, "--token", token]), /--url: refusing http:\/\/ to .+ unencrypted\. Use https:\/\/, or pass --insecure-http/);
+    }
+    expect(fake.received.length).toBe(before);
+    const insecure = await runCli(["tenants", "ls", "--url", remote, "--token", token, "--insecure-http"]);
+    expect(fake.received.length, insecure.stderr).toBe(before + 1);
+    // Loopback names need no flag.
+    await runCli(["tenants", "ls", "--url", fake.url.replace("127.0.0.1", "localhost"), "--token", token]);
+    expect(fake.received.length).toBe(before + 2);
   });
 
   it("refuses a URL that is not http or https", async () => {

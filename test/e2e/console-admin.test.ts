@@ -36,27 +36,44 @@ async function signedIn(): Promise<ConsoleTab> {
 const thisMonth = () => new Date().toISOString().slice(0, 7);
 
 describe.runIf(BROWSER_TESTS)("the console, signed in with the admin token", () => {
-  it("keeps the token in this tab's session only: not in the URL, not in a cookie, not in another tab", async () => {
+  it("exchanges the token for an HttpOnly, Secure, SameSite=Strict cookie on /_tollgate: nothing in web storage, the URL or script's reach", async () => {
     const tab = await openConsole(browser);
     await screenshot(tab.page, "sign-in");
+    const beforeMs = Date.now();
     await signIn(tab.page, gateway().adminToken);
     await tab.page.getByRole("heading", { level: 1, name: "Tenants" }).waitFor();
     expect(await tab.page.locator(".who").textContent()).toContain("Admin");
     expect(tab.page.url()).not.toContain(gateway().adminToken);
     expect(tab.requests.some((url) => url.includes(gateway().adminToken))).toBe(false);
+    expect(await tab.page.evaluate("sessionStorage.length + localStorage.length")).toBe(0);
+    // HttpOnly: script sees no cookie at all.
     expect(await tab.page.evaluate("document.cookie")).toBe("");
-    expect((await tab.context.cookies()).length).toBe(0);
+    // Chromium treats http://127.0.0.1 as a secure context, so it keeps a Secure cookie there.
+    const cookies = await tab.context.cookies();
+    expect(cookies.map(({ name, path, httpOnly, secure, sameSite }) => ({ name, path, httpOnly, secure, sameSite }))).toEqual([
+      { name: "tollgate_console", path: "/_tollgate", httpOnly: true, secure: true, sameSite: "Strict" },
+    ]);
+    const [cookie] = cookies;
+    expect(cookie?.value).not.toContain(gateway().adminToken);
+    const lifetimeS = (cookie?.expires ?? 0) - beforeMs / 1000;
+    expect(lifetimeS).toBeGreaterThan(12 * 3600 - 120);
+    expect(lifetimeS).toBeLessThanOrEqual(12 * 3600 + 5);
 
-    const otherTab = await tab.context.newPage();
-    await otherTab.goto("/_tollgate/console");
-    await otherTab.getByRole("heading", { level: 1, name: "Sign in" }).waitFor();
-    await otherTab.close();
+    // The cookie is not sent to the data plane: a page the origin serves never sees it.
+    const tag = unique("no-cookie");
+    await tab.page.evaluate(`fetch("/objects/${tag}", { headers: { "x-test-tag": "${tag}" } }).then((r) => r.text())`);
+    const seen = (await (await fetch(`${gateway().originUrl}/__origin/requests?tag=${tag}`)).json()) as Array<{ headers: Record<string, string> }>;
+    expect(seen.length).toBe(1);
+    expect(seen[0]?.headers.cookie).toBeUndefined();
+    tab.requests.splice(tab.requests.findIndex((url) => url.endsWith(`/objects/${tag}`)), 1);
 
     await tab.page.reload();
     await tab.page.getByRole("heading", { level: 1, name: "Tenants" }).waitFor();
     await tab.page.getByRole("button", { name: "Sign out" }).click();
     await tab.page.getByRole("heading", { level: 1, name: "Sign in" }).waitFor();
-    expect(await tab.page.evaluate("sessionStorage.length")).toBe(0);
+    expect(await tab.context.cookies()).toEqual([]);
+    await tab.page.reload();
+    await tab.page.getByRole("heading", { level: 1, name: "Sign in" }).waitFor();
     await finish(tab);
   });
 

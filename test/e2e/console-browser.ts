@@ -2,7 +2,7 @@
 // chromium`; Playwright's own browser download cannot be reached here) driven
 // by playwright-core, against the gateway the e2e project started.
 //
-// Each test gets a fresh browser context (its own sessionStorage, cookies and
+// Each test gets a fresh browser context (its own session cookie, storage and
 // cache), and the page records every request it makes and every error it
 // logs, so a test can assert that nothing leaves the gateway's own console
 // and admin paths and that the CSP refused nothing.
@@ -69,7 +69,7 @@ export async function openConsole(browser: Browser, viewport: { width: number; h
   page.on("request", (request) => requests.push(request.url()));
   page.on("pageerror", (error) => errors.push(`pageerror: ${error.message}`));
   page.on("console", (message) => {
-    // A refused admin call (the role probe's 400/403, a 401 for a wrong token) logs its status; that is expected.
+    // A refused admin call (a 401 for a wrong token, a 403 for the auditor) logs its status; that is expected.
     if (message.type() === "error" && !message.text().startsWith("Failed to load resource")) errors.push(message.text());
   });
   await page.goto(CONSOLE_PATH);

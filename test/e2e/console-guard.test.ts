@@ -51,6 +51,7 @@ function everyView(a: { tenant: string; org: string; keyId: string }): Array<{ n
     { name: "orgs", hash: "#/orgs", heading: "Orgs", writes: true },
     { name: "org", hash: `#/orgs/${a.org}`, heading: `Org ${a.org}`, writes: true },
     { name: "audit", hash: "#/audit", heading: "Audit log", writes: false },
+    { name: "traffic", hash: `#/traffic?tenant=${a.tenant}`, heading: `Traffic of ${a.tenant}`, writes: false },
   ];
 }
 
@@ -101,7 +102,7 @@ describe("serving the console", () => {
     const tag = unique("assets");
     const res = await fetch(`${gateway().gatewayUrl}/app.js`, { headers: { "x-test-tag": tag } });
     expect(res.headers.get("content-security-policy")).toBeNull();
-    expect(await res.text()).not.toContain("probeRole");
+    expect(await res.text()).not.toContain("startSession");
     const seen = (await (await fetch(`${gateway().originUrl}/__origin/requests?tag=${tag}`)).json()) as Array<{ path: string }>;
     expect(seen.map((r) => r.path)).toEqual(["/app.js"]);
   });
@@ -117,7 +118,8 @@ describe.runIf(BROWSER_TESTS)("signing in", () => {
     await page.getByRole("alert").getByText("That token was not accepted.").waitFor();
     expect(await page.content()).not.toContain(wrong);
     expect(await page.getByLabel("Admin or auditor token").inputValue()).toBe("");
-    expect(await page.evaluate("sessionStorage.length")).toBe(0);
+    expect(await page.evaluate("sessionStorage.length + localStorage.length")).toBe(0);
+    expect(await tab.context.cookies()).toEqual([]);
     expect(await page.getByRole("navigation", { name: "Console" }).isVisible()).toBe(false);
     expect(page.url()).not.toContain(wrong);
     await screenshot(page, "sign-in-refused");
@@ -245,7 +247,9 @@ describe.runIf(BROWSER_TESTS)("reading and moving around", () => {
     const { page } = tab;
     /** `TAG:name` of the focused element. */
     const focused = async () => page.evaluate(`(() => { const e = document.activeElement; return e ? e.tagName + ":" + (e.getAttribute("aria-label") || e.textContent || "").trim() : ""; })()`);
-    // The token field has the focus on arrival; Enter signs in, and the first page's heading takes the focus.
+    // The token field has the focus once the page has asked whether a session is live; Enter signs in, and the first page's heading takes the focus.
+    await page.getByLabel("Admin or auditor token").waitFor();
+    expect(await focused()).toBe("INPUT:");
     await page.keyboard.type(gateway().adminToken);
     await page.keyboard.press("Enter");
     await page.getByRole("heading", { level: 1, name: "Tenants" }).waitFor();

@@ -155,7 +155,7 @@ function killGroup(child: ChildProcess, signal: NodeJS.Signals): void {
  * resolves once `/_tollgate/health` answers 200. On any failure everything
  * started so far is stopped before the error (with wrangler's output) is thrown.
  */
-export async function startGateway(options: { timeoutMs?: number; tollgate?: Readonly<Record<string, unknown>> } = {}): Promise<RunningGateway> {
+export async function startGateway(options: { timeoutMs?: number; tollgate?: Readonly<Record<string, unknown>>; secrets?: Readonly<Record<string, string>> } = {}): Promise<RunningGateway> {
   const startedAtMs = Date.now();
   const deadlineMs = startedAtMs + (options.timeoutMs ?? DEFAULT_STARTUP_TIMEOUT_MS);
   const stateDir = await mkdtemp(join(tmpdir(), "tollgate-e2e-"));
@@ -194,7 +194,9 @@ export async function startGateway(options: { timeoutMs?: number; tollgate?: Rea
     const adminToken = token("admin");
     const auditorToken = token("auditor");
     const envFile = join(stateDir, "e2e.env");
-    await writeFile(envFile, `ADMIN_TOKEN="${adminToken}"\nAUDITOR_TOKEN="${auditorToken}"\n`, { mode: 0o600 });
+    // More secrets (ALERT_SECRET, say) for a test that starts its own gateway.
+    const secrets = Object.entries(options.secrets ?? {}).map(([name, value]) => `${name}="${value}"\n`);
+    await writeFile(envFile, [`ADMIN_TOKEN="${adminToken}"\n`, `AUDITOR_TOKEN="${auditorToken}"\n`, ...secrets].join(""), { mode: 0o600 });
     const tollgate = await tollgateConfig({ ...E2E_TOLLGATE, ...options.tollgate });
     const port = await freePort();
     const inspectorPort = await freePort();

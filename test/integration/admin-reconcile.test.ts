@@ -1,4 +1,4 @@
-// POST /usage/reconcile (DESIGN §16): metered bytes_stored (every month plus
+// POST /usage/reconcile: metered bytes_stored (every month plus
 // adjustments) against the quota object's committed bytes. Drift is made on
 // purpose by removing or adding a usage_monthly row; a dry run reports it,
 // apply appends one adjustment per drifting tenant (audited), and a second
@@ -10,7 +10,9 @@ import { problemOf, unique } from "../helpers";
 import { AUDITOR_TOKEN, adminCall, createTenant, jsonOf, testConfig } from "./admin-helpers";
 import { storeBytes } from "./admin-quota-helpers";
 
-const CONFIG = testConfig();
+// Metering flushes within 2 ms here, so a drift is trusted almost at once; the `recent` tests set the default.
+const CONFIG = testConfig({ usage: { flush_interval_s: 0.001 } });
+const DEFAULT_FLUSH = testConfig();
 
 interface Entry {
   tenant: string;
@@ -33,8 +35,8 @@ async function meter(tenant: string, period: string, value: number): Promise<voi
   await env.DB.prepare("insert into usage_monthly (tenant, period, metric, value) values (?, ?, 'bytes_stored', ?)").bind(tenant, period, value).run();
 }
 
-function reconcile(query: string, options: { token?: string; env?: Record<string, unknown> } = {}): Promise<Response> {
-  return adminCall("POST", `/usage/reconcile${query}`, CONFIG, options);
+function reconcile(query: string, options: { token?: string; env?: Record<string, unknown>; config?: Record<string, unknown> } = {}): Promise<Response> {
+  return adminCall("POST", `/usage/reconcile${query}`, options.config ?? CONFIG, options);
 }
 
 async function adjustments(tenant: string): Promise<{ period: string; metric: string; value: number; attribution: string }[]> {
@@ -54,6 +56,20 @@ async function meteredTenant(prefix = "rc"): Promise<string> {
 }
 
 describe("reconciliation", () => {
+  it("calls a drift younger than the flush interval recent, says how long to wait, and never applies it", async () => {
+    const tenant = unique("rc-recent");
+    await createTenant(DEFAULT_FLUSH, tenant);
+    await storeBytes(tenant, "fresh", 300);
+    const dry = await jsonOf<Report>(await reconcile(`?tenant=${tenant}`, { config: DEFAULT_FLUSH }), 200);
+    expect(dry).toMatchObject({ checked: 1, drifting: 1, tenants: [{ tenant, status: "recent", metered_bytes: 0, quota_bytes: 300, drift_bytes: 300 }] });
+    const waitS = (dry.tenants[0] as Entry & { wait_s: number }).wait_s;
+    expect(waitS).toBeGreaterThan(55);
+    expect(waitS).toBeLessThanOrEqual(65);
+    const applied = await jsonOf<Report>(await reconcile(`?tenant=${tenant}&apply=true`, { config: DEFAULT_FLUSH }), 200);
+    expect(applied.tenants).toMatchObject([{ tenant, status: "recent" }]);
+    expect(await adjustments(tenant)).toEqual([]);
+  });
+
   it("finds no drift while metering agrees with the quota object", async () => {
     const tenant = await meteredTenant();
     const report = await jsonOf<Report>(await reconcile(`?tenant=${tenant}`), 200);

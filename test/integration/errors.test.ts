@@ -5,6 +5,7 @@ import { PROBLEMS, type ProblemCode, problem } from "../../src/errors";
 const EXPECTED: Record<ProblemCode, number> = {
   invalid_request: 400,
   invalid_path: 400,
+  ambiguous_credential: 400,
   credential_required: 401,
   invalid_credential: 401,
   credential_revoked: 401,

@@ -112,6 +112,62 @@ describe("in-flight limits", () => {
     await drain(batch.filter((r) => r.status === 200));
   });
 
+  it("holds the slot of a response-priced stream until the origin's body has ended, then frees it", async () => {
+    // The cost tap reads the origin's body to its end anyway: that end releases the slot (no second stream in the client's path).
+    const priced = testConfig({
+      ...CONFIG,
+      in_flight: { per_credential: 1 },
+      routes: [{ method: "POST", path: "/v1/chat", response_charge: { category: "tokens", json: "usage.total_tokens", reserve: 1 } }],
+    });
+    const tenant = unique("priced-slot");
+    await createTenant(priced, tenant);
+    const { key, id } = await mintKey(priced, tenant);
+    const auth = { authorization: `Bearer ${key}` };
+    const stream = await callGateway(
+      gatewayRequest("/v1/chat", { method: "POST", ip: "198.51.100.65", headers: { ...auth, "x-origin-sse-usage": "42", "x-origin-sse-events": "10", "x-origin-sse-interval-ms": "40" }, body: "{}" }),
+      { TOLLGATE: priced },
+    );
+    expect(stream.status).toBe(200);
+    expect(stream.headers.get("content-type")).toContain("text/event-stream");
+    // While the origin is still sending, the slot is held.
+    expect(await statusOf(slow(key, unique("while"), 0, priced))).toBe(429);
+    const text = await stream.text();
+    expect(text).toContain('"total_tokens":42');
+    await eventually(() => runtimeOf(priced).inFlight.countOf(`key:${id}`) === 0, "the slot is freed");
+    expect(await statusOf(slow(key, unique("after"), 0, priced))).toBe(200);
+  });
+
+  it("frees the slot of a response-priced stream whose client stops reading, once the origin's body has ended", async () => {
+    const priced = testConfig({
+      ...CONFIG,
+      in_flight: { per_credential: 1 },
+      routes: [{ method: "POST", path: "/v1/chat", response_charge: { category: "tokens", json: "usage.total_tokens", reserve: 1 } }],
+    });
+    const tenant = unique("priced-cancel");
+    await createTenant(priced, tenant);
+    const { key, id } = await mintKey(priced, tenant);
+    const stream = await callGateway(
+      gatewayRequest("/v1/chat", { method: "POST", ip: "198.51.100.66", headers: { authorization: `Bearer ${key}`, "x-origin-sse-usage": "7", "x-origin-sse-events": "10", "x-origin-sse-interval-ms": "20" }, body: "{}" }),
+      { TOLLGATE: priced },
+    );
+    const reader = stream.body!.getReader();
+    await reader.read();
+    await reader.cancel("client stopped reading");
+    await eventually(() => runtimeOf(priced).inFlight.countOf(`key:${id}`) === 0, "the slot is freed");
+  });
+
+  it("takes no slot in mode off: a streamed answer is the origin's body, held by nothing", async () => {
+    const off = testConfig({ ...CONFIG, mode: "off", in_flight: { per_credential: 1 } });
+    const ip = "198.51.100.67";
+    const first = await callGateway(gatewayRequest("/big-off", { ip, headers: { "x-origin-body-bytes": String(2 * 1024 * 1024) } }), { TOLLGATE: off });
+    // The first body is unread; a second request of the same caller is still forwarded, and nothing is counted.
+    const second = await callGateway(gatewayRequest("/big-off", { ip, headers: { "x-origin-body-bytes": "100" } }), { TOLLGATE: off });
+    expect([first.status, second.status]).toEqual([200, 200]);
+    expect(runtimeOf(off).inFlight.total).toBe(0);
+    expect((await first.arrayBuffer()).byteLength).toBe(2 * 1024 * 1024);
+    expect((await second.arrayBuffer()).byteLength).toBe(100);
+  });
+
   it("leaves a small answer whole for a client that reads it only after the background work is done", async () => {
     // Regression: the settlement once cancelled the answer of every request
     // that had a request.signal, as if its client had gone.

@@ -43,7 +43,7 @@ describe("limits of keys and tenants", () => {
     await createTenant(CONFIG, tenant);
     const { key } = await mintKey(CONFIG, tenant);
     const first = await call(key);
-    expect(first.headers.get("ratelimit-policy")).toBe('"request-key-60s";q=100;w=60');
+    expect(first.headers.get("ratelimit-policy")).toBe('"request-key-60s";q=100;w=60, "request-tenant-1s";q=2000;w=1;tollgate-burst=4000');
   });
 
   it("applies an override for the caller at once on this isolate, over everything else", async () => {
@@ -80,8 +80,11 @@ describe("limits of keys and tenants", () => {
     expect(await admittedOf(second.key, 30)).toBe(25);
     const refused = await call(second.key);
     expect(refused.status).toBe(429);
-    expect((await problemOf(refused)).category).toBe("request");
-    expect(refused.headers.get("ratelimit-policy")).toBe('"request-tenant-60s";q=30;w=60');
+    const body = await problemOf(refused);
+    expect(body.category).toBe("request");
+    // Every policy the request is charged under; the one it did not fit named in the body.
+    expect(refused.headers.get("ratelimit-policy")).toBe('"request-key-60s";q=1000;w=60, "request-tenant-60s";q=30;w=60');
+    expect(body["violated-policies"]).toEqual(["request-tenant-60s"]);
   });
 
   it("never shares buckets between tenants", async () => {

@@ -61,6 +61,23 @@ describe("metering", () => {
   });
 });
 
+describe("metering on a quiet gateway", () => {
+  // The default interval: a busy isolate writes once a minute, a quiet one must not wait for another request.
+  const QUIET = testConfig({ categories: CONFIG.categories, routes: CONFIG.routes, usage: { flush_interval_s: 60 } });
+
+  it("writes what a request metered as it ends when no other request is in flight, without waiting for the interval or another request", async () => {
+    const tenant = unique("quiet");
+    await createTenant(QUIET, tenant, { quota: { bytes: { hard: 1_000_000 } } });
+    const { key } = await mintKey(QUIET, tenant);
+    const auth = { authorization: `Bearer ${key}` };
+    for (const [i, bytes] of [120, 120, 120].entries()) {
+      const put = gatewayRequest(`/objects/q${i}`, { method: "PUT", ip: "198.51.100.82", headers: { ...auth, "content-length": String(bytes) }, body: new Uint8Array(bytes) });
+      expect((await callGateway(put, { TOLLGATE: QUIET }, { settle: true })).status).toBe(200);
+    }
+    expect(await monthly(tenant)).toEqual({ requests: 3, bytes_in: 360, bytes_stored: 360 });
+  });
+});
+
 describe("the request log", () => {
   it("writes one JSON line per request with its fields, refusals included, and never a credential, address or query", async () => {
     const tenant = unique("log");

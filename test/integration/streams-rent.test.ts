@@ -60,19 +60,22 @@ describe("the open", () => {
   });
 });
 
-describe("streams that pay nothing", () => {
-  it("proxies a stream on an exempt path with no charge and no slot", async () => {
+describe("an exempt path", () => {
+  it("exempts a request but not a stream: an upgrade there pays its rent and holds a slot", async () => {
     const gw = clockedGateway(config({ exempt_paths: ["/__origin/free"] }, { stream_rent: { limits: { ip: [{ count: 1, window_s: 3600 }] } } }));
     const ip = uniqueIp();
-    const clients = [];
-    for (let i = 0; i < 3; i++) clients.push(clientOf(await gw.call(upgradeRequest("/__origin/free", { ip, tag: unique("exempt") }))));
-    clients[2]!.send("free");
-    expect(await clients[2]!.received(1)).toEqual(["free"]);
-    expect(gw.runtime.streams.total).toBe(0);
-    // The one unit of rent is still there for a charged open.
-    const charged = clientOf(await gw.call(upgradeRequest("/__origin/ws", { ip, tag: unique("charged") })));
-    for (const client of [...clients, charged]) client.socket.close(1000, "done");
-    await charged.closing();
+    const first = clientOf(await gw.call(upgradeRequest("/__origin/free", { ip, tag: unique("exempt") })));
+    expect(gw.runtime.streams.countOf(`ip:${ip}`)).toBe(1);
+    const tag = unique("exempt-second");
+    const refused = await gw.call(upgradeRequest("/__origin/free", { ip, tag }));
+    expect(await problemOf(refused)).toMatchObject({ code: "rate_limited", category: "stream_rent" });
+    expect(await originLog(tag)).toEqual([]);
+    // A plain request to the same path is still exempt: forwarded, no RateLimit headers.
+    const plain = await gw.call(gatewayRequest("/__origin/free", { ip }), { settle: true });
+    expect(plain.status).toBe(200);
+    expect(plain.headers.get("ratelimit-policy")).toBeNull();
+    first.socket.close(1000, "done");
+    await first.closing();
   });
 });
 

@@ -62,6 +62,16 @@ describe("GET /traffic", () => {
     expect(unknown.status).toBe(404);
   });
 
+  it("names a key refused by its block, before any lookup, as key:<id>", async () => {
+    const tenant = unique("traffic-blocked-key");
+    await createTenant(CONFIG, tenant);
+    const { key, id } = await mintKey(CONFIG, tenant);
+    await jsonOf(await adminCall("POST", "/blocks", CONFIG, { body: { target: `key:${id}` } }), 201);
+    for (let i = 0; i < 3; i++) expect((await keyedCall(key, "/blocked", CONFIG, { settle: true })).status).toBe(403);
+    const top = await jsonOf<{ callers: { caller: string; refused: number }[] }>(await adminCall("GET", "/traffic/top-refused?minutes=5", CONFIG), 200);
+    expect(top.callers.find((c) => c.caller === `key:${id}`)?.refused).toBe(3);
+  });
+
   it("lets the auditor read", async () => {
     const res = await adminCall("GET", "/traffic", CONFIG, { token: env.AUDITOR_TOKEN });
     expect(res.status).toBe(200);

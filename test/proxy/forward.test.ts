@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { answerFrom } from "../../src/proxy/forward";
+import { answerFrom, originRequestHeaders } from "../../src/proxy/forward";
 
 // The recording origin only ever answers `Connection: keep-alive`; these pin
 // the rest of DESIGN §3 step 9 on the way back: every name the origin's
@@ -32,5 +32,36 @@ describe("answerFrom", () => {
     const answer = answerFrom(origin, [["ratelimit", "from-gateway"]]);
     expect(answer.headers.get("ratelimit")).toBe("from-gateway");
     expect(answer.headers.get("x-other")).toBe("1");
+  });
+});
+
+describe("originRequestHeaders", () => {
+  const who = { clientAddress: "203.0.113.5", tenant: "acme", keyId: "k1", caller: null, stripCredential: true, forwardMethodOverride: false };
+
+  it("drops hop-by-hop, gateway-owned and listed names and the credential, and ignores a listed name that is no header name", () => {
+    const incoming = new Headers({
+      connection: "X-Private-Hop, bad name(, keep-alive",
+      "x-private-hop": "secret",
+      "keep-alive": "timeout=5",
+      te: "trailers",
+      "x-forwarded-for": "1.1.1.1",
+      "x-tollgate-tenant": "someone-else",
+      authorization: "Bearer tg_x_y",
+      "x-api-key": "tg_x_y",
+      "x-kept": "yes",
+      accept: "*/*",
+    });
+    const out = originRequestHeaders(incoming, who);
+    expect([...out.keys()].sort()).toEqual(["accept", "x-forwarded-for", "x-kept", "x-real-ip", "x-tollgate-key-id", "x-tollgate-tenant"]);
+    expect(out.get("x-forwarded-for")).toBe("203.0.113.5");
+    expect(out.get("x-tollgate-tenant")).toBe("acme");
+    // The client's headers are untouched.
+    expect(incoming.get("x-private-hop")).toBe("secret");
+  });
+
+  it("keeps the credential without strip_credential", () => {
+    const out = originRequestHeaders(new Headers({ authorization: "Bearer t", "x-api-key": "k" }), { ...who, stripCredential: false });
+    expect(out.get("authorization")).toBe("Bearer t");
+    expect(out.get("x-api-key")).toBe("k");
   });
 });

@@ -77,6 +77,36 @@ describe("tapCost passes the body through", () => {
     expect(origin.cancelled()).toBe(true);
   });
 
+  it("with drain, reads on past a cost fixed early and marks the body's end, not the cost's", async () => {
+    // A JSON body past 1 MiB: the cost is fixed (too_large) at the bound; ended waits for the origin's last byte.
+    const big = bytes(`{"padding":"${"x".repeat(MAX_JSON_INSPECT_BYTES)}","usage":{"total_tokens":58}}`);
+    const pieces = randomPieces(big, 5);
+    const origin = fakeOrigin(pieces, { stallAfter: pieces.length });
+    const tapped = tapCost(origin.stream, PATH, JSON_TYPE, { drain: true });
+    let ended = false;
+    void tapped.ended!.then(() => (ended = true));
+    const clientBytes = readChunks(tapped.body!);
+    expect(await tapped.cost).toEqual({ found: false, reason: "too_large" });
+    // The origin is still sending (stalled before its end): the body has not ended, and its branch was not cancelled.
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(ended).toBe(false);
+    expect(origin.cancelled()).toBe(false);
+    // A body that ends: ended resolves at its end, and the client has every byte.
+    const whole = fakeOrigin(pieces);
+    const drained = tapCost(whole.stream, PATH, JSON_TYPE, { drain: true });
+    expect(await sha256Hex(concat(await readChunks(drained.body!)))).toBe(await sha256Hex(big));
+    await drained.ended;
+    expect(whole.served()).toBe(pieces.length);
+    expect(await drained.cost).toEqual({ found: false, reason: "too_large" });
+    void clientBytes.catch(() => {});
+    await tapped.body!.cancel().catch(() => {});
+  });
+
+  it("without drain, has no end to report", () => {
+    expect(tapCost(fakeOrigin([bytes("{}")]).stream, PATH, JSON_TYPE).ended).toBeNull();
+    expect(tapCost(fakeOrigin([bytes("x")]).stream, PATH, "text/plain", { drain: true }).ended).toBeNull();
+  });
+
   it("settles malformed JSON at once, while the origin is still sending", async () => {
     const origin = fakeOrigin([bytes('{"usage":{"total_tokens":5,,'), bytes("x".repeat(100))], { stallAfter: 2 });
     const tapped = tapCost(origin.stream, PATH, JSON_TYPE);

@@ -1,9 +1,9 @@
 // @ts-check
-// tollgate blocks ls|add|rm — shut a caller, tenant or network out (DESIGN
-// §15): 403 `blocked` before any other check, until it expires or is removed.
+// tollgate blocks ls|get|add|rm — shut a caller, tenant or network out:
+// 403 `blocked` before any other check, until it expires or is removed.
 import { segment } from "../admin-client.mjs";
 import { expiresAt, jsonObjectArgument } from "../input.mjs";
-import { printJson, printTable, records } from "../output.mjs";
+import { printFields, printJson, printTable, records } from "../output.mjs";
 import { session } from "../session.mjs";
 
 /** @typedef {import("commander").Command} Command */
@@ -36,6 +36,24 @@ export function registerBlockCommands(program, runtime) {
         records(list),
         "No blocks.",
       );
+    });
+
+  blocks
+    .command("get")
+    .description("show one block by id")
+    .argument("<id>", "block id, as `blocks ls` shows it")
+    .action(async (/** @type {string} */ id, /** @type {{}} */ _options, /** @type {Command} */ command) => {
+      const { client, output } = session(command, runtime);
+      const { body } = await client.json("GET", `/blocks/${segment(id, "id")}`);
+      if (output.json) return printJson(output, body);
+      printFields(output, [
+        ["id", body.id],
+        ["target", body.target],
+        ["active", body.active],
+        ["expires", body.expires_at],
+        ["reason", body.reason],
+        ["created", body.created_at],
+      ]);
     });
 
   blocks

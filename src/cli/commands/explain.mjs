@@ -1,10 +1,11 @@
 // @ts-check
 // tollgate explain <caller> — which limits apply to a caller and why, and
-// where it stands now (DESIGN §15, GET /callers/{caller_key}). Charges
+// where it stands now (GET /callers/{caller_key}). Charges
 // nothing. tollgate reset <caller> — forget its limiter state
 // (DELETE /callers/{caller_key}/state), so its next request starts from a
 // full burst.
 import { segment } from "../admin-client.mjs";
+import { callerArgument } from "../input.mjs";
 import { cell, printFields, printJson, printTable, records } from "../output.mjs";
 import { session } from "../session.mjs";
 
@@ -33,7 +34,7 @@ export function policyText(value, what) {
   return parts.join(" ");
 }
 
-const CALLER_HELP = "key:<id>, ip:<address or IPv6 /64>, jwt:<hex> or tenant:<slug>";
+const CALLER_HELP = "key:<id> (the 12 characters after tg_; a whole key tg_<id>_<secret> is taken by its id), ip:<address or IPv6 /64>, jwt:<hex> or tenant:<slug>";
 
 /**
  * @param {Command} program
@@ -46,7 +47,7 @@ export function registerCallerCommands(program, runtime) {
     .argument("<caller>", CALLER_HELP)
     .action(async (/** @type {string} */ caller, /** @type {{}} */ _options, /** @type {Command} */ command) => {
       const { client, output } = session(command, runtime);
-      const { body } = await client.json("GET", `/callers/${segment(caller, "caller")}`);
+      const { body } = await client.json("GET", `/callers/${segment(callerArgument(caller, runtime.err), "caller")}`);
       if (output.json) return printJson(output, body);
       printFields(output, [
         ["caller", body.caller],
@@ -76,14 +77,15 @@ export function registerCallerCommands(program, runtime) {
     .description("forget a caller's limiter state (this isolate's, and its global limits' ledgers), so its next request starts from a full burst")
     .argument("<caller>", CALLER_HELP)
     .addHelpText("after", `
-The state is per isolate, like the limits (DESIGN §1): the isolate that
-answers this call forgets it; others keep theirs. A global limit's state
-lives in its ledger, which is emptied too (DESIGN §11).`)
+The state is per isolate, like the limits (see docs/design.md): the isolate
+that answers this call forgets it; others keep theirs. A global limit's
+state lives in its ledger, which is emptied too.`)
     .action(async (/** @type {string} */ caller, /** @type {{}} */ _options, /** @type {Command} */ command) => {
       const { client, output } = session(command, runtime);
-      const { body } = await client.json("DELETE", `/callers/${segment(caller, "caller")}/state`);
+      const target = callerArgument(caller, runtime.err);
+      const { body } = await client.json("DELETE", `/callers/${segment(target, "caller")}/state`);
       if (output.json) return printJson(output, body);
       const ledgers = body.ledger_states_held === undefined ? "" : `, and ${cell(body.ledger_states_held)} in the ledgers of its global limits`;
-      output.out(`Reset ${String(body.caller ?? caller)}: forgot ${cell(body.states_held)} limiter state(s) held under its ${cell(body.limits)} limit(s), on the isolate that answered${ledgers}.\n`);
+      output.out(`Reset ${String(body.caller ?? target)}: forgot ${cell(body.states_held)} limiter state(s) held under its ${cell(body.limits)} limit(s), on the isolate that answered${ledgers}.\n`);
     });
 }

@@ -1,9 +1,9 @@
 // @ts-check
-// tollgate keys mint|ls|revoke — DESIGN §8 managed keys. The secret is in
+// tollgate keys mint|ls|revoke — a tenant's managed keys. The secret is in
 // mint's answer once; it is printed once and never stored.
 import { segment } from "../admin-client.mjs";
 import { usageError } from "../cli-error.mjs";
-import { expiresAt, jsonObjectArgument } from "../input.mjs";
+import { expiresAt, jsonObjectArgument, limitsArgument, LIMITS_HELP } from "../input.mjs";
 import { printFields, printJson, printTable, records } from "../output.mjs";
 import { session } from "../session.mjs";
 
@@ -24,8 +24,13 @@ export function registerKeyCommands(program, runtime) {
     .option("--name <name>", "a name for people (required)")
     .option("--expires-at <time>", "ISO 8601 time the key stops working, e.g. 2030-01-31T00:00:00Z")
     .option("--expires-in <duration>", "or a duration from now: 90s, 30m, 1h, 7d")
-    .option("--limits <json>", "KeyLimits as JSON, or @file.json")
+    .option("--limits <json>", "the key's own limits as JSON, or @file.json (shape below)")
     .option("--body <json>", "the whole body as JSON, or @file.json; the flags above override its fields")
+    .addHelpText("after", `
+${LIMITS_HELP.key}
+
+Example:
+  tollgate keys mint acme --name ci --expires-in 7d --limits '{"request":[{"count":100,"window_s":60}]}'`)
     .action(async (/** @type {string} */ tenant, /** @type {MintOptions} */ options, /** @type {Command} */ command) => {
       const { client, output } = session(command, runtime);
       /** @type {Record<string, unknown>} */
@@ -34,7 +39,7 @@ export function registerKeyCommands(program, runtime) {
       if (body.name === undefined) throw usageError("keys mint: --name is required");
       const expiry = expiresAt(options, runtime.nowMs());
       if (expiry !== undefined) body.expires_at = expiry;
-      if (options.limits !== undefined) body.limits = jsonObjectArgument("--limits", options.limits);
+      if (options.limits !== undefined) body.limits = limitsArgument("--limits", options.limits, "key");
       const { body: minted } = await client.json("POST", `/tenants/${segment(tenant, "tenant")}/keys`, { body });
       if (output.json) return printJson(output, minted);
       printFields(output, [
@@ -54,7 +59,7 @@ export function registerKeyCommands(program, runtime) {
     .argument("<tenant>", "tenant slug")
     .action(async (/** @type {string} */ tenant, /** @type {{}} */ _options, /** @type {Command} */ command) => {
       const { client, output } = session(command, runtime);
-      // Not paged today (DESIGN §8); following next_cursor costs nothing if it ever is.
+      // Not paged today; following next_cursor costs nothing if it ever is.
       const list = await client.listAll(`/tenants/${segment(tenant, "tenant")}/keys`, "keys");
       if (output.json) return printJson(output, { keys: list, next_cursor: null });
       printTable(

@@ -1,6 +1,6 @@
 // @ts-check
 // tollgate orgs ls|get|put|rm — a group of tenants with a hard quota of its
-// own (DESIGN §16). Deleting an org that tenants still name is refused.
+// own. Deleting an org that tenants still name is refused.
 import { segment } from "../admin-client.mjs";
 import { jsonObjectArgument } from "../input.mjs";
 import { printFields, printJson, printTable, records } from "../output.mjs";

@@ -1,10 +1,10 @@
 // @ts-check
-// tollgate overrides ls|get|put|rm — limits for one caller key (DESIGN §8,
-// §15): `ip:<address>`, `ip:<IPv6>/64`, `key:<id>`, with an optional expiry
+// tollgate overrides ls|get|put|rm — limits for one caller key:
+// `ip:<address>`, `ip:<IPv6>/64`, `key:<id>`, with an optional expiry
 // and reason.
 import { segment } from "../admin-client.mjs";
 import { usageError } from "../cli-error.mjs";
-import { expiresAt, jsonObjectArgument } from "../input.mjs";
+import { expiresAt, jsonObjectArgument, limitsArgument, LIMITS_HELP } from "../input.mjs";
 import { printFields, printJson, printTable, records } from "../output.mjs";
 import { session } from "../session.mjs";
 
@@ -63,12 +63,14 @@ export function registerOverrideCommands(program, runtime) {
     .command("put")
     .description("set (create or replace) a caller's override")
     .argument("<caller>", CALLER_HELP)
-    .option("--limits <json>", "KeyLimits as JSON, or @file.json (required)")
+    .option("--limits <json>", "the caller's limits as JSON, or @file.json (required; shape below)")
     .option("--expires-at <time>", "ISO 8601 time it stops applying")
     .option("--expires-in <duration>", "or a duration from now: 90s, 30m, 1h, 7d")
     .option("--reason <text>", "why, for the next operator")
     .option("--body <json>", "the whole body as JSON, or @file.json; the flags above override its fields")
     .addHelpText("after", `
+${LIMITS_HELP.key}
+
 Example (double the request rate of one key for an hour):
   tollgate overrides put key:k7m2q9x4a1bc --limits '{"request":[{"count":200,"window_s":60}]}' \\
     --expires-in 1h --reason "launch day"`)
@@ -76,7 +78,7 @@ Example (double the request rate of one key for an hour):
       const { client, output } = session(command, runtime);
       /** @type {Record<string, unknown>} */
       const body = options.body === undefined ? {} : jsonObjectArgument("--body", options.body);
-      if (options.limits !== undefined) body.limits = jsonObjectArgument("--limits", options.limits);
+      if (options.limits !== undefined) body.limits = limitsArgument("--limits", options.limits, "key");
       if (body.limits === undefined) throw usageError("overrides put: --limits is required");
       const expiry = expiresAt(options, runtime.nowMs());
       if (expiry !== undefined) body.expires_at = expiry;

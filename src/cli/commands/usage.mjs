@@ -1,5 +1,5 @@
 // @ts-check
-// tollgate usage export|reconcile — the month-end jobs (DESIGN §8, §16).
+// tollgate usage export|reconcile — the month-end jobs.
 // `export` writes the chargeback file as the API sends it; `reconcile`
 // compares metering with the quota objects, every page of tenants, and exits
 // 1 when they drift, unless --apply corrected it.
@@ -26,12 +26,13 @@ export function exportRows(/** @type {string} */ text, /** @type {"csv" | "ndjso
 }
 
 /**
- * @typedef {object} ReconcileEntry one tenant of a reconcile answer (DESIGN §16)
+ * @typedef {object} ReconcileEntry one tenant of a reconcile answer
  * @property {string} tenant
- * @property {"drift" | "adjusted" | "changed" | "unavailable"} status
+ * @property {"drift" | "recent" | "adjusted" | "changed" | "unavailable"} status
  * @property {number} metered_bytes
  * @property {number | null} quota_bytes
  * @property {number | null} drift_bytes
+ * @property {number} [wait_s] for `recent`: seconds until the drift may be applied
  */
 
 /**
@@ -44,7 +45,7 @@ export function exportRows(/** @type {string} */ text, /** @type {"csv" | "ndjso
  * @property {null} next_cursor always null: every page was read
  */
 
-const STATUSES = new Set(["drift", "adjusted", "changed", "unavailable"]);
+const STATUSES = new Set(["drift", "recent", "adjusted", "changed", "unavailable"]);
 
 /**
  * Adds one page of the reconcile answer (`{metric, apply, checked, drifting,
@@ -78,7 +79,12 @@ export function addReconcilePage(report, body) {
 export function reconcileShortfall(report) {
   const count = (/** @type {ReconcileEntry["status"]} */ status) => report.tenants.filter((t) => t.status === status).length;
   const reasons = [];
-  if (count("drift") > 0) reasons.push(`drift in ${count("drift")} tenant(s); run 'tollgate usage reconcile --apply' to append adjustment rows`);
+  if (count("drift") > 0) reasons.push(`drift in ${count("drift")} tenant(s), each older than the metering flush interval; run 'tollgate usage reconcile --apply' to append adjustment rows`);
+  const recent = report.tenants.filter((t) => t.status === "recent");
+  if (recent.length > 0) {
+    const waitS = Math.max(...recent.map((t) => t.wait_s ?? 0));
+    reasons.push(`${recent.length} tenant(s) stored or deleted bytes within the metering flush interval, so their drift may close by itself and was not ${report.apply ? "applied" : "counted as drift"}: wait ${waitS} s and run again`);
+  }
   if (count("changed") > 0) reasons.push(`${count("changed")} tenant(s) metered more while checked and were not adjusted; run it again`);
   if (count("unavailable") > 0) reasons.push(`${count("unavailable")} tenant(s) could not be checked (quota object unavailable); run it again`);
   return reasons.length === 0 ? null : reasons.join("; ");
@@ -130,7 +136,11 @@ Example:
     .addHelpText("after", `
 A dry run exits 1 when a tenant drifts; --apply exits 0 once every drift is
 adjusted. Either exits 1 when a tenant could not be checked or changed while
-it was (run it again).
+it was (run it again). A tenant that stored or deleted bytes within the
+metering flush interval (usage.flush_interval_s, 60 s by default) is listed
+as 'recent' and never adjusted: its metering may not have landed yet, and
+correcting it would count the change twice. Wait the seconds it says and
+run again.
 
 Example (month end: look, then correct):
   tollgate usage reconcile && echo "no drift" || tollgate usage reconcile --apply`)

@@ -1,9 +1,12 @@
 // @ts-check
-// The one way the console talks to the admin API: same origin, the token in
-// `Authorization` (never in a URL), JSON in and out. A refusal arrives as
-// problem+json (RFC 9457) and leaves here as an ApiError whose `message` is
-// the API's own `detail`, and whose `field` names the invalid field of a 400,
-// so a form can show the message next to it.
+// The one way the console talks to the admin API: same origin, JSON in and
+// out. The token is sent once, to sign in (POST /session), and what comes
+// back is an HttpOnly session cookie no script can read; every other call
+// carries that cookie and `X-Tollgate-Console: 1`, without which the API
+// ignores the cookie. A refusal arrives as problem+json (RFC 9457) and leaves
+// here as an ApiError whose `message` is the API's own `detail`, and whose
+// `field` names the invalid field of a 400, so a form can show the message
+// next to it.
 
 export const ADMIN_BASE = "/_tollgate/admin/v1";
 
@@ -70,14 +73,17 @@ function wait(ms) {
  * @property {(path: string) => Promise<any>} del
  */
 
+/** Sent with every console call: the API accepts the session cookie only beside it. */
+const CONSOLE_HEADERS = { "x-tollgate-console": "1", accept: "application/json" };
+
 /**
- * A client of the admin API for one token. `onUnauthorized` runs when the
- * API stops accepting the token (rotated, say) so the console can sign out.
- * @param {string} token
+ * A client of the admin API for this browser's console session.
+ * `onUnauthorized` runs when the API stops accepting the session (12 hours
+ * passed, or the token changed) so the console can sign out.
  * @param {{ onUnauthorized?: (error: ApiError) => void }} [hooks]
  * @returns {Api}
  */
-export function createApi(token, hooks = {}) {
+export function createApi(hooks = {}) {
   /**
    * @param {string} method
    * @param {string} path
@@ -89,9 +95,9 @@ export function createApi(token, hooks = {}) {
       if (value !== undefined && value !== "") url.searchParams.set(name, value);
     }
     /** @type {Record<string, string>} */
-    const headers = { authorization: `Bearer ${token}`, accept: "application/json" };
+    const headers = { ...CONSOLE_HEADERS };
     if (options.body !== undefined) headers["content-type"] = "application/json";
-    const init = { method, headers, body: options.body === undefined ? undefined : JSON.stringify(options.body), cache: /** @type {RequestCache} */ ("no-store"), credentials: /** @type {RequestCredentials} */ ("omit") };
+    const init = { method, headers, body: options.body === undefined ? undefined : JSON.stringify(options.body), cache: /** @type {RequestCache} */ ("no-store"), credentials: /** @type {RequestCredentials} */ ("same-origin") };
 
     for (let attempt = 0; ; attempt += 1) {
       let response;
@@ -157,22 +163,43 @@ export async function exists(api, path) {
 }
 
 /**
- * What this token may do, asked of the API itself: a DELETE of a block that
- * cannot exist (ids start at 1). The admin token gets 400 (or 404) and
- * nothing changes; the auditor token gets 403 `admin_forbidden` before the
- * route runs; a wrong token 401. No special endpoint, no side effect, and no
- * audit event (only writes that happen are audited).
- * @param {Api} api
- * @returns {Promise<"admin" | "auditor">}
+ * @typedef {{ signed_in: boolean, role?: "admin" | "auditor", ended?: boolean, expires_at?: string }} SessionState
  */
-export async function probeRole(api) {
+
+/**
+ * @param {string} method
+ * @param {Record<string, string>} [extra]
+ * @returns {Promise<SessionState>}
+ */
+async function sessionCall(method, extra = {}) {
+  let response;
   try {
-    await api.del("/blocks/0");
-    return "admin";
-  } catch (error) {
-    if (!(error instanceof ApiError)) throw error;
-    if (error.status === 403 && error.code === "admin_forbidden") return "auditor";
-    if (error.status === 400 || error.status === 404) return "admin";
-    throw error;
+    response = await fetch(new URL(`${ADMIN_BASE}/session`, location.origin), { method, headers: { ...CONSOLE_HEADERS, ...extra }, cache: "no-store", credentials: "same-origin" });
+  } catch {
+    throw new ApiError(0, { code: "network", detail: "The gateway could not be reached. Check the connection and try again." });
   }
+  if (!response.ok) throw await errorOf(response);
+  return /** @type {SessionState} */ (await response.json());
+}
+
+/**
+ * Whether this browser holds a live console session, and as which role.
+ * Always a 200: a console that loads signed out makes no refused request.
+ */
+export function sessionState() {
+  return sessionCall("GET");
+}
+
+/**
+ * Exchanges the admin or auditor token for the session cookie and answers
+ * the role. The token goes in this one request's header and is kept nowhere.
+ * @param {string} token
+ */
+export function startSession(token) {
+  return sessionCall("POST", { authorization: `Bearer ${token}` });
+}
+
+/** Clears the session cookie. */
+export function endSession() {
+  return sessionCall("DELETE");
 }

@@ -2,11 +2,10 @@
 // The console's entry: signs in (or resumes this tab's session), then routes
 // `#/<view>/<param>?<query>` to one view module. Every navigation renders the
 // view afresh from the API; a view that finishes after the operator has moved
-// on is dropped. The token lives in the session (session.js) and in the api
-// client built from it, nowhere else.
-import { ApiError, createApi, probeRole } from "./api.js";
+// on is dropped. The token is never kept: signing in exchanges it for an
+// HttpOnly session cookie (api.js), and nothing goes to web storage.
+import { ApiError, createApi, endSession, sessionState } from "./api.js";
 import { el, notice } from "./dom.js";
-import { endSession, keepSessionToken, sessionToken } from "./session.js";
 import { auditView } from "./views/audit.js";
 import { blocksView } from "./views/blocks.js";
 import { explainView } from "./views/explain.js";
@@ -16,6 +15,7 @@ import { overridesView } from "./views/overrides.js";
 import { showSignIn } from "./views/sign-in.js";
 import { tenantView } from "./views/tenant.js";
 import { tenantsView } from "./views/tenants.js";
+import { trafficView } from "./views/traffic.js";
 import { usageView } from "./views/usage.js";
 
 /** @typedef {import("./view.js").View} View */
@@ -30,6 +30,7 @@ const ROUTES = /** @type {Record<string, [View, View | null]>} */ ({
   usage: [usageView, null],
   orgs: [orgsView, orgView],
   audit: [auditView, null],
+  traffic: [trafficView, null],
 });
 const DEFAULT_ROUTE = "tenants";
 
@@ -76,18 +77,17 @@ function failurePage(error) {
 }
 
 /**
- * @param {string} token
  * @param {"admin" | "auditor"} role
  * @param {boolean} focusFirstPage after signing in, the first page's heading takes the focus
  */
-function startConsole(token, role, focusFirstPage) {
-  // A token the API stops accepting (rotated, say): reload, and boot() tells the operator why.
-  const api = createApi(token, { onUnauthorized: () => location.reload() });
+function startConsole(role, focusFirstPage) {
+  // A session the API stops accepting (12 hours, or a rotated token): reload, and boot() tells the operator why.
+  const api = createApi({ onUnauthorized: () => location.reload() });
   const canWrite = role === "admin";
   nav.hidden = false;
   who.replaceChildren(
     el("span", { class: canWrite ? "badge role" : "badge role read-only" }, canWrite ? "Admin" : "Auditor · read-only"),
-    el("button", { type: "button", class: "link", onclick: signOut }, "Sign out"),
+    el("button", { type: "button", class: "link", onclick: () => void signOut() }, "Sign out"),
   );
   document.body.classList.toggle("read-only", !canWrite);
 
@@ -128,21 +128,20 @@ function startConsole(token, role, focusFirstPage) {
 }
 
 /**
- * Ends the session: the token is forgotten and the page reloaded, so nothing
+ * Ends the session: the cookie is cleared and the page reloaded, so nothing
  * it showed (a minted secret, say) survives in memory.
  */
-function signOut() {
-  endSession();
-  location.replace(location.pathname);
+async function signOut() {
+  try {
+    await endSession();
+  } finally {
+    location.replace(location.pathname);
+  }
 }
 
-/**
- * @param {string} token
- * @param {"admin" | "auditor"} role
- */
-function signedIn(token, role) {
-  keepSessionToken(token);
-  startConsole(token, role, true);
+/** @param {"admin" | "auditor"} role */
+function signedIn(role) {
+  startConsole(role, true);
 }
 
 async function boot() {
@@ -150,17 +149,16 @@ async function boot() {
     event.preventDefault();
     /** @type {HTMLElement | null} */ (main.querySelector("h1"))?.focus();
   });
-  const token = sessionToken();
-  if (token === null) {
-    showSignIn({ main, message: null, onSignedIn: signedIn });
-    return;
-  }
   try {
-    startConsole(token, await probeRole(createApi(token)), false);
-  } catch (error) {
-    endSession();
-    const message = error instanceof ApiError && error.status === 401 ? "This tab's token is no longer accepted. Sign in again." : error instanceof Error ? error.message : null;
+    const state = await sessionState();
+    if (state.signed_in && state.role !== undefined) {
+      startConsole(state.role, false);
+      return;
+    }
+    const message = state.ended ? "Your session has ended (a session lasts 12 hours, and a changed token ends it). Sign in again." : null;
     showSignIn({ main, message, onSignedIn: signedIn });
+  } catch (error) {
+    showSignIn({ main, message: error instanceof Error ? error.message : null, onSignedIn: signedIn });
   }
 }
 

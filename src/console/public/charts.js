@@ -10,7 +10,7 @@ import { el, formatBytes, formatCount, notice, svg, uid } from "./dom.js";
  * The smallest 1, 2 or 5 × 10^k at or above `value` (at least 1): a round top for the axis.
  * @param {number} value
  */
-function niceCeiling(value) {
+export function niceCeiling(value) {
   if (value <= 1) return 1;
   const power = 10 ** Math.floor(Math.log10(value));
   for (const step of [1, 2, 5, 10]) if (step * power >= value) return step * power;
@@ -34,7 +34,10 @@ function monthLabel(period, withYear) {
  * of charts, else the page's width, narrower on a phone): the SVG may shrink
  * to fit but never grows, so its text stays the size it was drawn at.
  * `whole`: the figures are whole numbers (counts, bytes), so the axis never shows a fraction.
- * @param {{ title: string, periods: ReadonlyArray<string>, values: ReadonlyArray<number>, format: (n: number) => string, small?: boolean, whole?: boolean }} options
+ * `scaleMax`: the largest figure of every chart drawn beside this one, so
+ * charts of one metric share one scale and read against each other.
+ * The first and the last month are always labelled.
+ * @param {{ title: string, periods: ReadonlyArray<string>, values: ReadonlyArray<number>, format: (n: number) => string, small?: boolean, whole?: boolean, scaleMax?: number }} options
  */
 export function barChart(options) {
   const { periods, values, format } = options;
@@ -44,12 +47,15 @@ export function barChart(options) {
   const pad = { left: narrow ? 52 : 64, right: 8, top: 22, bottom: 34 };
   const plotW = width - pad.left - pad.right;
   const plotH = height - pad.top - pad.bottom;
-  const top = niceCeiling(Math.max(0, ...values));
+  const top = niceCeiling(Math.max(0, options.scaleMax ?? 0, ...values));
   const slot = plotW / Math.max(1, periods.length);
   const barW = Math.max(2, slot * 0.7);
   const y = (/** @type {number} */ v) => pad.top + plotH - (v / top) * plotH;
   // Label every month when there is room, else every second or third.
   const every = Math.ceil((narrow ? 44 : 56) / slot);
+  const last = periods.length - 1;
+  // The last month is labelled always; a regular label too close before it gives way.
+  const labelled = (/** @type {number} */ i) => i === last || (i % every === 0 && last - i >= every);
 
   const titleId = uid();
   const ticks = options.whole && !Number.isInteger(top / 2) ? [0, top] : [0, top / 2, top];
@@ -70,7 +76,7 @@ export function barChart(options) {
       { class: "bar" },
       svg("rect", { x, y: y(value), width: barW, height: Math.max(0, pad.top + plotH - y(value)), "data-period": period, "data-value": value }, svg("title", {}, figure)),
       value > 0 && slot >= 40 ? svg("text", { class: "value", x: x + barW / 2, y: y(value) - 5, "text-anchor": "middle" }, format(value)) : null,
-      i % every === 0 ? svg("text", { class: "axis", x: x + barW / 2, y: height - pad.bottom + 16, "text-anchor": "middle" }, monthLabel(period, i === 0 || period.endsWith("-01"))) : null,
+      labelled(i) ? svg("text", { class: "axis", x: x + barW / 2, y: height - pad.bottom + 16, "text-anchor": "middle" }, monthLabel(period, i === 0 || period.endsWith("-01"))) : null,
     );
   });
   const total = values.reduce((a, b) => a + b, 0);

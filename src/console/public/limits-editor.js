@@ -1,16 +1,33 @@
 // @ts-check
 // Editing limits as rows — category, (for a tenant) whom it applies to, count,
-// window, burst — instead of raw JSON. Reading the rows builds the API's
+// window, burst, scope — instead of raw JSON. A row keeps every field the
+// API holds, those the editor has no control for included (a field added to
+// limits later), so saving an unchanged form changes nothing. Reading the rows builds the API's
 // shape (TenantLimits or KeyLimits) and names each input with the dotted path
 // the API would use for it (`limits.request.key.0.count`), so a 400 lands next
 // to the right input.
 import { el } from "./dom.js";
 import { field, input, numberInput, numberOf } from "./forms.js";
 
-/** @typedef {{ count?: number, window_s?: number, burst?: number }} Limit */
+/** @typedef {{ count?: number, window_s?: number, burst?: number, scope?: string } & Record<string, unknown>} Limit */
 /** @typedef {{ category: string, subject: string | null, limit: Limit }} Row */
 
-const SUBJECT_LABELS = /** @type {const} */ ({ key: "each key", jwt: "each JWT caller", tenant: "the tenant as a whole" });
+const SUBJECT_LABELS = /** @type {Record<string, string>} */ ({ key: "each key", jwt: "each JWT caller", tenant: "the tenant as a whole" });
+/** "" sends no scope: the config's limiter.default_scope applies. */
+const SCOPE_LABELS = /** @type {Record<string, string>} */ ({ "": "config default", isolate: "per isolate", global: "global (all isolates)" });
+/** The fields the editor has a control for; any other field of a stored limit is carried through as it is. */
+const EDITED_FIELDS = new Set(["count", "window_s", "burst", "scope"]);
+
+/**
+ * `<option>`s for `labels`, plus the stored value when it is none of them (kept, not lost).
+ * @param {Record<string, string>} labels
+ * @param {string} selected
+ */
+function options(labels, selected) {
+  const entries = Object.entries(labels);
+  if (!Object.hasOwn(labels, selected)) entries.push([selected, selected]);
+  return entries.map(([value, label]) => el("option", { value, selected: value === selected }, label));
+}
 /** The API allows three limits per list; the editor allows a few more so the API's own message can show. */
 const MAX_ROWS = 12;
 
@@ -45,21 +62,23 @@ export function describeLimits(limits, tenantShape) {
   const rows = rowsOf(limits, tenantShape);
   if (rows.length === 0) return "defaults";
   return rows
-    .map(({ category, subject, limit }) => `${category}${subject === null ? "" : ` (${subject})`}: ${limit.count ?? "?"} per ${limit.window_s ?? "?"} s${limit.burst === undefined ? "" : `, burst ${limit.burst}`}`)
+    .map(({ category, subject, limit }) => `${category}${subject === null ? "" : ` (${subject})`}: ${limit.count ?? "?"} per ${limit.window_s ?? "?"} s${limit.burst === undefined ? "" : `, burst ${limit.burst}`}${limit.scope === undefined ? "" : `, ${limit.scope}`}`)
     .join("; ");
 }
 
 /**
- * @param {{ tenantShape: boolean, initial?: unknown, legend?: string }} options
+ * @param {{ tenantShape: boolean, initial?: unknown, legend?: string }} settings
  */
-export function limitsEditor(options) {
+export function limitsEditor(settings) {
+  /** Each row's fields the editor has no control for. */
+  const extras = new WeakMap();
   const list = el("div", { class: "limit-rows" });
   const addButton = el("button", { type: "button", onclick: () => addRow(undefined, true) }, "Add a limit");
   const element = el(
     "fieldset",
     { class: "limits" },
-    el("legend", {}, options.legend ?? "Rate limits"),
-    el("p", { class: "hint" }, options.tenantShape ? "Per category: for each key, each JWT caller, or the tenant as a whole. No rows: the configured defaults." : "Per category, at most 3 each; all must fit."),
+    el("legend", {}, settings.legend ?? "Rate limits"),
+    el("p", { class: "hint" }, settings.tenantShape ? "Per category: for each key, each JWT caller, or the tenant as a whole. No rows: the configured defaults." : "Per category, at most 3 each; all must fit."),
     list,
     addButton,
   );
@@ -72,21 +91,24 @@ export function limitsEditor(options) {
   function addRow(row, focus) {
     if (list.children.length >= MAX_ROWS) return;
     const category = input("category", { value: row?.category ?? "request", required: true });
-    const subject = options.tenantShape
-      ? el("select", { name: "subject" }, Object.entries(SUBJECT_LABELS).map(([value, label]) => el("option", { value, selected: value === (row?.subject ?? "key") }, label)))
-      : null;
+    const subject = settings.tenantShape ? el("select", { name: "subject" }, options(SUBJECT_LABELS, row?.subject ?? "key")) : null;
     const count = numberInput("count", { value: row?.limit.count ?? "" });
     const windowS = numberInput("window_s", { value: row?.limit.window_s ?? "" });
     const burst = numberInput("burst", { value: row?.limit.burst ?? "", placeholder: "= count" });
+    const scope = el("select", { name: "scope" }, options(SCOPE_LABELS, typeof row?.limit.scope === "string" ? row.limit.scope : ""));
     const item = el(
       "div",
       { class: "limit-row" },
       field("Category", category),
-      subject === null ? null : field("Applies to", subject),
+      subject === null ? null : el("div", { class: "field-wide" }, field("Applies to", subject)),
       field("Count", count),
       field("Window (s)", windowS),
       field("Burst", burst),
+      el("div", { class: "field-wide" }, field("Scope", scope)),
     );
+    /** The stored limit's other fields, written back unchanged. */
+    const extra = Object.fromEntries(Object.entries(row?.limit ?? {}).filter(([name]) => !EDITED_FIELDS.has(name)));
+    extras.set(item, extra);
     const remove = el("button", { type: "button", class: "link", onclick: () => { item.remove(); addButton.focus(); } }, "Remove");
     item.appendChild(el("div", { class: "field remove" }, remove));
     list.appendChild(item);
@@ -94,7 +116,7 @@ export function limitsEditor(options) {
     if (focus) category.focus();
   }
 
-  for (const row of rowsOf(options.initial, options.tenantShape)) addRow(row, false);
+  for (const row of rowsOf(settings.initial, settings.tenantShape)) addRow(row, false);
 
   return {
     element,
@@ -108,17 +130,20 @@ export function limitsEditor(options) {
       for (const item of list.children) {
         const get = (/** @type {string} */ name) => /** @type {HTMLInputElement} */ (item.querySelector(`[name="${name}"]`));
         const category = get("category").value.trim();
-        const subject = options.tenantShape ? get("subject").value : null;
+        const subject = settings.tenantShape ? get("subject").value : null;
         const entries = subject === null ? (limits[category] ??= []) : ((limits[category] ??= {})[subject] ??= []);
         const path = `limits.${category}${subject === null ? "" : `.${subject}`}.${entries.length}`;
         /** @type {Limit} */
-        const limit = {};
+        const limit = { ...(extras.get(item) ?? {}) };
         for (const name of /** @type {const} */ (["count", "window_s", "burst"])) {
           const control = get(name);
           control.dataset.field = `${path}.${name}`;
           const value = numberOf(control);
           if (value !== undefined) limit[name] = value;
         }
+        const scope = get("scope");
+        scope.dataset.field = `${path}.scope`;
+        if (scope.value !== "") limit.scope = scope.value;
         get("category").dataset.field = `limits.${category}`;
         entries.push(limit);
       }

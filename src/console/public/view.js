@@ -125,3 +125,56 @@ export function valueOf(form, name) {
 export function activeBadge(active) {
   return el("span", { class: active ? "badge ok" : "badge muted" }, active ? "active" : "expired");
 }
+
+/**
+ * A text field that offers the names the API knows (a `<datalist>`, filled
+ * from the first page of `/tenants` or `/orgs` once the page shows), so an
+ * operator picks rather than types; a name not listed (past the first page)
+ * can still be typed. The datalist rides inside a wrapper next to the input.
+ * @param {ViewContext} ctx
+ * @param {"tenants" | "orgs"} collection
+ * @param {string} name the input's name
+ * @param {string} value
+ * @param {Record<string, string>} [attrs]
+ */
+function picker(ctx, collection, name, value, attrs = {}) {
+  const listId = `${name}-${collection}-${Math.random().toString(36).slice(2, 8)}`;
+  const list = el("datalist", { id: listId });
+  const control = el("input", { name, value, list: listId, autocomplete: "off", spellcheck: "false", ...attrs });
+  const field = collection === "tenants" ? "tenant" : "org";
+  ctx.api
+    .get(`/${collection}`, { limit: "200" })
+    .then((answer) => {
+      /** @type {Array<Record<string, string>>} */
+      const items = answer[collection] ?? [];
+      list.replaceChildren(...items.map((item) => el("option", { value: item[field] })));
+    })
+    .catch(() => {
+      // Suggestions only: the field still takes what is typed.
+    });
+  // The input is what a `field()` labels; the datalist goes in after it.
+  queueMicrotask(() => control.after(list));
+  return control;
+}
+
+/**
+ * A tenant field with the tenants as choices.
+ * @param {ViewContext} ctx
+ * @param {string} name
+ * @param {string} value
+ * @param {Record<string, string>} [attrs]
+ */
+export function tenantPicker(ctx, name, value, attrs) {
+  return picker(ctx, "tenants", name, value, attrs);
+}
+
+/**
+ * An org field with the orgs as choices.
+ * @param {ViewContext} ctx
+ * @param {string} name
+ * @param {string} value
+ * @param {Record<string, string>} [attrs]
+ */
+export function orgPicker(ctx, name, value, attrs) {
+  return picker(ctx, "orgs", name, value, attrs);
+}

@@ -48,8 +48,10 @@ function removeButton(ctx, block) {
 
 /** @param {string} target */
 function targetCell(target) {
-  // Networks have no caller to explain; everything else links to its explanation.
-  return target.startsWith("net:") ? el("code", {}, target) : link(target, "explain", { caller: target });
+  // Every target reads the same way, as written; a caller (not a network) also links to its explanation.
+  const explain = target.startsWith("net:") ? null : link("explain", "explain", { caller: target });
+  explain?.setAttribute("aria-label", `Explain ${target}`);
+  return el("span", { class: "target" }, el("code", {}, target), explain === null ? null : [" ", explain]);
 }
 
 /** @type {import("../view.js").View} */

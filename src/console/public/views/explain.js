@@ -1,6 +1,6 @@
 // @ts-check
 // #/explain?caller=…: what applies to one caller and why (GET /callers/{key},
-// DESIGN §15): each limit with its source, scope and where the caller stands
+// docs/design.md): each limit with its source, scope and where the caller stands
 // under it now, any override and any block; and resetting its limiter state
 // (DELETE /callers/{key}/state). Asking charges the caller nothing.
 import { seg } from "../api.js";

@@ -6,7 +6,7 @@
 import { seg } from "../api.js";
 import { el, formatCount, notice, table, time } from "../dom.js";
 import { confirmedButton, expiryField, field, input, onSubmit, writeForm } from "../forms.js";
-import { link, page, refused, searchForm, section, valueOf } from "../view.js";
+import { link, page, refused, searchForm, section, tenantPicker, valueOf } from "../view.js";
 
 /**
  * @typedef {{ id: string, name: string, prefix: string, created_at: string, expires_at: string | null, revoked_at: string | null,
@@ -77,7 +77,8 @@ async function keysTable(ctx, tenant) {
     });
     return [
       key.name,
-      el("code", {}, key.id),
+      // One form for keys everywhere in the console: key:<id>, which explain takes.
+      link(`key:${key.id}`, "explain", { caller: `key:${key.id}` }),
       el("code", {}, `${key.prefix}…`),
       time(key.created_at),
       time(key.expires_at),
@@ -116,7 +117,7 @@ export async function keysView(ctx) {
   const picker = searchForm(
     "Choose a tenant",
     (form) => ctx.go(`#/keys?tenant=${encodeURIComponent(valueOf(form, "tenant"))}`),
-    field("Tenant", input("tenant", { value: tenant, required: true })),
+    field("Tenant", tenantPicker(ctx, "tenant", tenant, { required: "" })),
     el("button", { type: "submit" }, "Show keys"),
   );
   if (tenant === "") {

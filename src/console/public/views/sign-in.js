@@ -1,8 +1,9 @@
 // @ts-check
-// Signing in: the admin or auditor token, checked by asking the API what it
-// may do (probeRole). A refused token is told so, and nothing more: the
-// message never says whether a token of that shape exists, nor echoes it.
-import { ApiError, createApi, probeRole } from "../api.js";
+// Signing in: the admin or auditor token, exchanged for the session cookie
+// (POST /session answers the role). A refused token is told so, and nothing
+// more: the message never says whether a token of that shape exists, nor
+// echoes it. The token is dropped from the field once sent.
+import { ApiError, startSession } from "../api.js";
 import { el, notice } from "../dom.js";
 import { field, onSubmit } from "../forms.js";
 
@@ -17,7 +18,7 @@ function signInError(error) {
 }
 
 /**
- * @param {{ main: HTMLElement, message: string | null, onSignedIn: (token: string, role: "admin" | "auditor") => void }} options
+ * @param {{ main: HTMLElement, message: string | null, onSignedIn: (role: "admin" | "auditor") => void }} options
  */
 export function showSignIn(options) {
   document.title = "Sign in · Tollgate console";
@@ -25,22 +26,24 @@ export function showSignIn(options) {
   const form = el(
     "form",
     { class: "card sign-in", novalidate: true },
-    field("Admin or auditor token", token, { hint: "The ADMIN_TOKEN or AUDITOR_TOKEN secret (for npm start: ADMIN_TOKEN or AUDITOR_TOKEN in .tollgate.env). Kept in this tab only, until it closes." }),
+    field("Admin or auditor token", token, { hint: "The ADMIN_TOKEN or AUDITOR_TOKEN secret (for npm start: ADMIN_TOKEN or AUDITOR_TOKEN in .tollgate.env). Exchanged for a session cookie that lasts 12 hours; the token itself is not kept." }),
     el("div", { class: "actions" }, el("button", { type: "submit", class: "primary" }, "Sign in")),
     el("div", { class: "form-alert", role: "alert" }),
   );
   onSubmit(form, async () => {
     const value = token.value.trim();
     if (value === "") throw new Error("Enter a token.");
-    let role;
+    let state;
     try {
-      role = await probeRole(createApi(value));
+      state = await startSession(value);
     } catch (error) {
-      token.value = "";
       token.focus();
       throw signInError(error);
+    } finally {
+      token.value = "";
     }
-    options.onSignedIn(value, role);
+    if (state.role === undefined) throw new Error("Signing in failed.");
+    options.onSignedIn(state.role);
   });
   options.main.replaceChildren(
     el(

@@ -8,14 +8,14 @@ import { el, time } from "../dom.js";
 import { confirmedButton, field, input, onSubmit, writeForm } from "../forms.js";
 import { limitsEditor } from "../limits-editor.js";
 import { quotaEditor } from "../quota-editor.js";
-import { link, page, section } from "../view.js";
+import { link, orgPicker, page, section } from "../view.js";
 
 /**
  * @param {import("../view.js").ViewContext} ctx
  * @param {any} tenant
  */
 function editForm(ctx, tenant) {
-  const org = input("org", { value: tenant.org ?? "", placeholder: "none" });
+  const org = orgPicker(ctx, "org", tenant.org ?? "", { placeholder: "none" });
   const quota = quotaEditor({ initial: tenant.quota });
   const limits = limitsEditor({ tenantShape: true, initial: tenant.limits });
   const form = writeForm(
@@ -70,7 +70,7 @@ export async function tenantView(ctx) {
         link("Explain", "explain", { caller: `tenant:${tenant.tenant}` }),
         link("Audit trail", "audit", q),
       ),
-      section("Quota use", quotaGauges(tenant.usage ?? null, tenant.quota)),
+      section("Quota use now", el("p", { class: "hint" }, "Live, from the tenant's quota object."), quotaGauges(tenant.usage ?? null, tenant.quota)),
       editForm(ctx, tenant),
       section("Danger zone", el("p", { class: "hint" }, "Deleting a tenant revokes all its keys."), remove),
     ),

@@ -7,12 +7,12 @@ import { el, table, time } from "../dom.js";
 import { field, input, onSubmit, writeForm } from "../forms.js";
 import { describeLimits, limitsEditor } from "../limits-editor.js";
 import { describeQuota, quotaEditor } from "../quota-editor.js";
-import { link, page, pager, section } from "../view.js";
+import { link, orgPicker, page, pager, section } from "../view.js";
 
 /** @param {import("../view.js").ViewContext} ctx */
 function createForm(ctx) {
   const slug = input("tenant", { required: true, pattern: "[a-z0-9][a-z0-9._-]{0,63}" });
-  const org = input("org", { placeholder: "none" });
+  const org = orgPicker(ctx, "org", "", { placeholder: "none" });
   const quota = quotaEditor();
   const limits = limitsEditor({ tenantShape: true });
   const form = writeForm(

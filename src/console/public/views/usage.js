@@ -6,15 +6,17 @@ import { seg } from "../api.js";
 import { barChart, quotaGauges } from "../charts.js";
 import { el, formatBytes, formatCount, table } from "../dom.js";
 import { field, input } from "../forms.js";
-import { link, page, refused, searchForm, section, valueOf } from "../view.js";
+import { link, page, refused, searchForm, section, tenantPicker, valueOf } from "../view.js";
 
 /** @typedef {{ tenant: string, period: string, metric: string, value: number, status: string }} Row */
 
 const METRICS = /** @type {const} */ ([
   ["requests", "Requests", formatCount],
   ["bytes_in", "Bytes received", formatBytes],
-  ["bytes_stored", "Bytes stored (net change)", formatBytes],
+  ["bytes_stored", "Bytes stored (net change in the month)", formatBytes],
 ]);
+/** What the metered figures are, next to each chart: they are written from each isolate in the background. */
+const METERED_NOTE = "Metered: the last minute or so may not be counted yet (usage.flush_interval_s); the current month is provisional.";
 /** Tenants charted at once without a tenant filter, busiest first. */
 const MAX_TENANT_CHARTS = 12;
 /** Months shown by default: this one and the eleven before. */
@@ -85,16 +87,18 @@ function allTenantCharts(rows, periods, range) {
   const total = (/** @type {Row[]} */ list) => list.filter((r) => r.metric === "requests").reduce((sum, r) => sum + r.value, 0);
   const busiest = [...byTenant.entries()].sort((a, b) => total(b[1]) - total(a[1])).slice(0, MAX_TENANT_CHARTS);
   if (busiest.length === 0) return el("p", { class: "empty" }, "No usage metered in these months.");
+  // One scale for every tenant's chart, so the bars compare across tenants.
+  const scaleMax = Math.max(0, ...busiest.flatMap(([, list]) => seriesOf(list, periods, "requests")));
   return el(
     "div",
     { class: "chart-grid" },
-    byTenant.size > busiest.length ? el("p", { class: "hint" }, `The ${busiest.length} busiest of ${byTenant.size} tenants.`) : null,
+    el("p", { class: "hint" }, `${byTenant.size > busiest.length ? `The ${busiest.length} busiest of ${byTenant.size} tenants, ` : "Every tenant "}on one scale. ${METERED_NOTE}`),
     busiest.map(([tenant, list]) =>
       el(
         "figure",
         { class: "chart-box" },
         el("figcaption", {}, link(tenant, "usage", { tenant, ...range }), ": requests"),
-        barChart({ title: `Requests of ${tenant}`, periods, values: seriesOf(list, periods, "requests"), format: formatCount, small: true, whole: true }),
+        barChart({ title: `Requests of ${tenant}`, periods, values: seriesOf(list, periods, "requests"), format: formatCount, small: true, whole: true, scaleMax }),
       ),
     ),
   );
@@ -113,7 +117,7 @@ export async function usageView(ctx) {
     el(
       "div",
       { class: "row" },
-      field("Tenant", input("tenant", { value: tenant, placeholder: "all tenants" }), { field: "tenant" }),
+      field("Tenant", tenantPicker(ctx, "tenant", tenant, { placeholder: "all tenants" }), { field: "tenant" }),
       field("From month", input("from", { type: "month", value: from }), { field: "from" }),
       field("To month", input("to", { type: "month", value: to }), { field: "to" }),
     ),
@@ -134,10 +138,11 @@ export async function usageView(ctx) {
         {},
         section(
           "Quota use now",
+          el("p", { class: "hint" }, "Live, from the tenant's quota object: exact, and ahead of the metered figures below until they catch up."),
           quotaGauges(usage, usage.quota),
-          el("p", { class: "meta" }, `Requests this month: ${formatCount(usage.requests_this_month)} · `, link("tenant settings", `tenants/${encodeURIComponent(tenant)}`)),
+          el("p", { class: "meta" }, `Requests this month (metered): ${formatCount(usage.requests_this_month)} · `, link("tenant settings", `tenants/${encodeURIComponent(tenant)}`)),
         ),
-        section("By month", el("p", { class: "hint" }, "Metering reaches the database every flush interval; the current month is provisional."), tenantCharts(rows, periods)),
+        section("By month", el("p", { class: "hint" }, METERED_NOTE), tenantCharts(rows, periods)),
       );
     }
   } catch (error) {

@@ -1,0 +1,151 @@
+// The console as an operator trips over it (issue 30), in Debian's Chromium
+// against the Worker: saving a tenant unchanged keeps every field its limits
+// hold (read back through the API); the audit view's labelled details, block
+// targets as written and keys as key:<id>; the usage chart's last month; the
+// slug rule in words; signing in without a refused request. Screenshots of
+// each go to test/e2e/screenshots/.
+import type { Browser, Response } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { BROWSER_TESTS, arrange, type ConsoleTab, foreignRequests, launchChromium, openConsole, screenshot, signIn, uniqueAddress, visit } from "./console-browser";
+import { gateway, unique } from "./fixture";
+
+let browser: Browser;
+beforeAll(async () => {
+  if (BROWSER_TESTS) browser = await launchChromium();
+});
+afterAll(async () => {
+  await browser?.close();
+});
+
+async function signedIn(): Promise<ConsoleTab> {
+  const tab = await openConsole(browser);
+  await signIn(tab.page, gateway().adminToken);
+  return tab;
+}
+
+async function finish(tab: ConsoleTab): Promise<void> {
+  await tab.close();
+  expect(foreignRequests(tab.requests)).toEqual([]);
+  expect(tab.errors).toEqual([]);
+}
+
+const LIMITS = {
+  request: {
+    key: [{ count: 100, window_s: 60, burst: 150, scope: "global" }],
+    jwt: [{ count: 5, window_s: 1 }],
+    tenant: [{ count: 1000, window_s: 60, scope: "isolate" }, { count: 20000, window_s: 3600 }],
+  },
+  upload: { key: [{ count: 10, window_s: 3600 }] },
+};
+
+describe.runIf(BROWSER_TESTS)("the console keeps what it does not change", () => {
+  it("saves a tenant's form unchanged without losing scope, burst, subjects, quota or org (read back through the API)", async () => {
+    const org = unique("keep-org");
+    const tenant = unique("keep");
+    expect((await arrange("PUT", `/orgs/${org}`, { quota: {} })).status).toBe(201);
+    const quota = { bytes: { soft: 800, hard: 1000 }, objects: { hard: 10 } };
+    expect((await arrange("PUT", `/tenants/${tenant}`, { org, limits: LIMITS, quota })).status).toBe(201);
+    const before = (await arrange("GET", `/tenants/${tenant}`)).body as Record<string, unknown>;
+
+    const tab = await signedIn();
+    const { page } = tab;
+    await visit(page, `#/tenants/${tenant}`, `Tenant ${tenant}`);
+    // The scope column shows what is stored.
+    expect(await page.getByLabel("Scope").first().inputValue()).toBe("global");
+    await screenshot(page, "tenant-limits-scope");
+    await page.getByRole("button", { name: "Save changes" }).click();
+    await page.getByText("Saved.").waitFor();
+    const after = (await arrange("GET", `/tenants/${tenant}`)).body as Record<string, unknown>;
+    expect(after.limits).toEqual(before.limits);
+    expect(after.limits).toEqual(LIMITS);
+    expect(after.quota).toEqual(quota);
+    expect(after.org).toBe(org);
+
+    // The "tenant as a whole" option shows whole in its select.
+    const subject = page.getByLabel("Applies to").nth(2);
+    expect(await subject.inputValue()).toBe("tenant");
+    // The option's text measured in the select's own font, against the room the select gives it (less its arrow).
+    const cut = await page.evaluate(`(() => {
+      const select = document.querySelectorAll('select[name="subject"]')[2];
+      const context = document.createElement("canvas").getContext("2d");
+      context.font = getComputedStyle(select).font;
+      return context.measureText(select.options[select.selectedIndex].text).width > select.clientWidth - 24;
+    })()`);
+    expect(cut).toBe(false);
+    await finish(tab);
+  });
+
+  it("names the slug rule in words when a slug is not one", async () => {
+    const tab = await signedIn();
+    const { page } = tab;
+    await page.getByLabel("Tenant slug").fill("Not A Slug");
+    await page.getByRole("button", { name: "Create tenant" }).click();
+    const error = page.locator(".field", { has: page.getByLabel("Tenant slug") }).locator(".field-error");
+    await error.waitFor();
+    expect(await error.textContent()).toContain("lower-case letters, digits, '.', '_' or '-'");
+    expect(await error.textContent()).not.toContain("^[a-z0-9]");
+    await finish(tab);
+  });
+});
+
+describe.runIf(BROWSER_TESTS)("the audit view", () => {
+  it("shows details as labelled fields, a block's target as written, and keys as key:<id> linking to explain", async () => {
+    const tenant = unique("aud-view");
+    const address = uniqueAddress();
+    expect((await arrange("PUT", `/tenants/${tenant}`, {})).status).toBe(201);
+    const key = (await arrange("POST", `/tenants/${tenant}/keys`, { name: "audited" })).body as { id: string };
+    expect((await arrange("POST", "/blocks", { target: `net:${address}/32`, reason: "audit view" })).status).toBe(201);
+
+    const tab = await signedIn();
+    const { page } = tab;
+    await visit(page, `#/audit?caller=${encodeURIComponent(`net:${address}/32`)}`, "Audit log");
+    const row = page.locator("tbody tr").first();
+    expect(await row.locator("td").nth(4).textContent()).toBe(`net:${address}/32`);
+    const detail = row.locator("dl.detail");
+    expect(await detail.locator("dt").allTextContents()).toEqual(expect.arrayContaining(["target", "reason", "expires at"]));
+    expect(await detail.locator("dd").allTextContents()).toEqual(expect.arrayContaining(["audit view"]));
+    await screenshot(page, "audit-block-target");
+
+    await visit(page, `#/audit?tenant=${tenant}`, "Audit log");
+    const minted = page.locator("tbody tr", { hasText: "key_minted" });
+    const subject = minted.locator("td").nth(4).getByRole("link");
+    expect(await subject.textContent()).toBe(`key:${key.id}`);
+    await subject.click();
+    await page.getByRole("heading", { level: 1, name: `Explain key:${key.id}` }).waitFor();
+    await screenshot(page, "audit-key");
+    await finish(tab);
+  });
+});
+
+describe.runIf(BROWSER_TESTS)("signing in and the usage chart", () => {
+  it("signs in without a single refused request", async () => {
+    const tab = await openConsole(browser);
+    const refusedUrls: string[] = [];
+    tab.page.on("response", (response: Response) => {
+      if (response.status() >= 400) refusedUrls.push(`${response.status()} ${response.url()}`);
+    });
+    await tab.page.reload();
+    await signIn(tab.page, gateway().adminToken);
+    await tab.page.getByRole("heading", { level: 1, name: "Tenants" }).waitFor();
+    await tab.page.reload();
+    await tab.page.getByRole("heading", { level: 1, name: "Tenants" }).waitFor();
+    expect(refusedUrls).toEqual([]);
+    await finish(tab);
+  });
+
+  it("labels the last month of a usage chart and marks metered figures as possibly behind", async () => {
+    const tenant = unique("chart");
+    expect((await arrange("PUT", `/tenants/${tenant}`, {})).status).toBe(201);
+    const tab = await signedIn();
+    const { page } = tab;
+    await visit(page, `#/usage?tenant=${tenant}`, `Usage of ${tenant}`);
+    const labels = await page.locator("figure.chart-box").first().locator("text.axis").allTextContents();
+    const months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
+    const now = new Date();
+    expect(labels.at(-1)?.startsWith(months[now.getUTCMonth()] ?? "?")).toBe(true);
+    expect(await page.getByText("may not be counted yet").first().isVisible()).toBe(true);
+    expect(await page.getByText("Live, from the tenant's quota object").isVisible()).toBe(true);
+    await screenshot(page, "usage-marked");
+    await finish(tab);
+  });
+});
