@@ -62,6 +62,8 @@ export const DEFAULT_LIMIT_SCOPE: LimitScope = "isolate";
 export const DEFAULT_GLOBAL_MAX_OVERSHOOT = 0.02;
 export const DEFAULT_GLOBAL_MIN_LEASE_MS = 50;
 export const DEFAULT_GLOBAL_ON_ERROR = "local";
+/** What an isolate that has never loaded the caller policy (overrides and blocks) does while D1 cannot give it: refuse (503 policy_unavailable) or forward without it. */
+export const DEFAULT_POLICY_ON_ERROR = "closed";
 /** A lease longer than a minute would make the overshoot bound meaningless for most limits. */
 export const MAX_GLOBAL_MIN_LEASE_MS = 60_000;
 /** Stream rent: one `stream_rent` unit at open and at the start of every period while a stream stays open. */
@@ -169,6 +171,7 @@ export const configSchema = z.strictObject({
   cache_ttl_s: positiveSeconds(MAX_CACHE_TTL_S).default(DEFAULT_CACHE_TTL_S),
   stale_if_error_s: z.number().min(0, "must be >= 0").max(MAX_STALE_IF_ERROR_S, `must be <= ${MAX_STALE_IF_ERROR_S}`).default(DEFAULT_STALE_IF_ERROR_S),
   cache_max_entries: boundedInt(MAX_CACHE_ENTRIES).default(DEFAULT_CACHE_MAX_ENTRIES),
+  policy_on_error: z.enum(["closed", "open"], 'must be "closed" or "open"').default(DEFAULT_POLICY_ON_ERROR),
   categories: z.record(z.string().regex(CATEGORY_NAME, "category names match ^[a-z][a-z0-9_]{0,31}$"), categorySchema).default({}),
   routes: list(routeSchema).default([]),
   auth_failures: isolateLimitListSchema.optional(),
@@ -272,6 +275,8 @@ export interface Config {
   readonly cacheTtlMs: number;
   readonly staleIfErrorMs: number;
   readonly cacheMaxEntries: number;
+  /** An isolate that has never loaded the caller policy: "closed" answers 503 policy_unavailable until it loads, "open" forwards without blocks or overrides. */
+  readonly policyOnError: "closed" | "open";
   readonly defaults: CategoryDefaults;
   readonly routes: RouteMatcher;
   /** Each route's response_charge, by route index; null where a route has none. */
@@ -384,6 +389,7 @@ export function parseConfig(raw: unknown): ConfigResult {
       cacheTtlMs: c.cache_ttl_s * 1000,
       staleIfErrorMs: c.stale_if_error_s * 1000,
       cacheMaxEntries: c.cache_max_entries,
+      policyOnError: c.policy_on_error,
       defaults,
       routes: compileRoutes(c.routes as never),
       responseCharges: (c.routes as { response_charge?: unknown }[]).map((route) => {

@@ -34,6 +34,7 @@ const EXPECTED: Record<ProblemCode, number> = {
   budget_exhausted: 429,
   credits_exhausted: 402,
   budget_unavailable: 503,
+  policy_unavailable: 503,
 };
 
 describe("problem+json", () => {
