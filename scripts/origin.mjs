@@ -7,7 +7,7 @@
 //   x-origin-status: <code>        answer with this status
 //   x-origin-delay-ms: <n>         wait n ms before answering (in-flight tests)
 //   x-origin-body-bytes: <n>       answer with n bytes of a fixed pattern instead of JSON
-// Priced answers (DESIGN §14; values are written into the JSON verbatim, so a
+// Priced answers (docs/design.md; values are written into the JSON verbatim, so a
 // test can send 12.5, -3, "7" or a broken value):
 //   x-origin-usage-header: <v>     also answer with header x-usage-total-tokens: <v>
 //   x-origin-json-usage: <v>       the JSON answer also holds "usage": {..., "total_tokens": <v>}

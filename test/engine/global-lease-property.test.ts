@@ -1,4 +1,4 @@
-// The overshoot bound of global limits (DESIGN §11), as a property: many
+// The overshoot bound of global limits, as a property: many
 // simulated isolates with random demand and latencies, each running the real
 // LeaseBook, over one simulated ledger deciding with the real answerAsk and
 // giveBack (global-lease-sim.ts). In every run:

@@ -1,4 +1,4 @@
-// Caller operations (DESIGN §15, issue 16) through the Worker: explain shows
+// Caller operations (issue 16) through the Worker: explain shows
 // every limit that applies with its source and this isolate's standing,
 // reset forgets it, time-boxed overrides stop at their expiry, and blocks
 // refuse before any lookup or charge.

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { PROBLEMS, type ProblemCode, problem } from "../../src/errors";
 
-// DESIGN §7: the status of every code.
+// docs/design.md: the status of every code.
 const EXPECTED: Record<ProblemCode, number> = {
   invalid_request: 400,
   invalid_path: 400,

@@ -136,7 +136,7 @@ describe("forwarding to the origin", () => {
     const withBase = { ORIGIN_URL: `${env.ORIGIN_URL}/base/v2/` };
     const cases: [string, string][] = [
       ["/plain", "/base/v2/plain"],
-      // Runs of "/" collapse (DESIGN §3 step 0): still a path on the origin, never a host.
+      // Runs of "/" collapse: still a path on the origin, never a host.
       ["//evil.example/x", "/base/v2/evil.example/x"],
       ["/\\evil.example/x", "/base/v2/evil.example/x"],
       ["/a/../../../x", "/base/v2/x"],

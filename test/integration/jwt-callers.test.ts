@@ -1,4 +1,4 @@
-// JWT callers through the Worker (DESIGN §12, issue 13): keys generated here,
+// JWT callers through the Worker (issue 13): keys generated here,
 // a key set served by the recording origin, the gateway on a clock the test
 // sets (tokens are signed relative to 2030-01-01, src: test/identity/jwt-helpers.ts).
 import { describe, expect, it } from "vitest";

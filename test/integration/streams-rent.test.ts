@@ -1,4 +1,4 @@
-// What a stream pays (DESIGN §13, issue 14): the open's charges with its
+// What a stream pays (issue 14): the open's charges with its
 // prepaid stream rent (all or nothing), rent at the start of every period
 // while it stays open, the 4429 close and its retry delay when rent or a
 // message is refused, the per-credential bound, message charging, shadow
