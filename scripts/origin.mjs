@@ -7,7 +7,7 @@
 //   x-origin-status: <code>        answer with this status
 //   x-origin-delay-ms: <n>         wait n ms before answering (in-flight tests)
 //   x-origin-body-bytes: <n>       answer with n bytes of a fixed pattern instead of JSON
-// Priced answers (DESIGN §14; values are written into the JSON verbatim, so a
+// Priced answers (docs/design.md; values are written into the JSON verbatim, so a
 // test can send 12.5, -3, "7" or a broken value):
 //   x-origin-usage-header: <v>     also answer with header x-usage-total-tokens: <v>
 //   x-origin-json-usage: <v>       the JSON answer also holds "usage": {..., "total_tokens": <v>}
@@ -29,6 +29,7 @@
 //   PUT /__origin/jwks/<name>?status=<n>   GETs of <name> answer status n (200 serves the set
 //                                          again); an empty body keeps the set
 //   GET /__origin/jwks/<name>              the set, or 404 before any PUT
+//   GET /__origin/jwks-redirect/<name>     302 to /__origin/jwks/<name> (JWKS fetches must not follow it)
 //
 // A webhook receiver for the alert tests (answered by the origin itself, not recorded):
 //   POST /__origin/webhook/<name>?statuses=500,200   records the delivery (headers and body
@@ -53,6 +54,7 @@ const MAX_DELAY_MS = 30_000;
 const MAX_JWKS_NAMES = 1000;
 const MAX_JWKS_BODY_BYTES = 256 * 1024;
 const JWKS_PATH = /^\/__origin\/jwks\/([A-Za-z0-9._-]{1,128})$/;
+const JWKS_REDIRECT_PATH = /^\/__origin\/jwks-redirect\/([A-Za-z0-9._-]{1,128})$/;
 const WEBHOOK_PATH = /^\/__origin\/webhook\/([A-Za-z0-9._-]{1,128})$/;
 const MAX_WEBHOOK_NAMES = 1000;
 const MAX_SSE_EVENTS = 100_000;
@@ -94,6 +96,12 @@ export function startOrigin({ port = 0, host = "127.0.0.1" } = {}) {
   const webhooks = new Map();
   const server = createServer((req, res) => {
     const url = new URL(req.url ?? "/", "http://origin.invalid");
+    const redirectName = JWKS_REDIRECT_PATH.exec(url.pathname)?.[1];
+    if (redirectName !== undefined) {
+      res.writeHead(302, { location: `/__origin/jwks/${redirectName}`, "content-length": "0" });
+      res.end();
+      return;
+    }
     const jwksName = JWKS_PATH.exec(url.pathname)?.[1];
     if (jwksName !== undefined) {
       serveJwks(jwks, jwksName, url, req, res);

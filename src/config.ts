@@ -42,6 +42,8 @@ export const MAX_LIMITER_MAX_DELAYED = 100_000;
 export const DEFAULT_USAGE_FLUSH_INTERVAL_S = 60;
 /** Distinct keys (or tenant-month metrics) held between flushes before new ones are dropped and counted. */
 export const DEFAULT_USAGE_MAX_PENDING = 10_000;
+/** A quiet isolate writes its metering as a request ends (at most once a second), not only once per interval. */
+export const DEFAULT_USAGE_FLUSH_WHEN_IDLE = true;
 export const DEFAULT_RESERVATION_TTL_S = 900;
 export const DEFAULT_AUDIT_THRESHOLD_REJECTIONS = 100;
 export const DEFAULT_AUDIT_WINDOW_S = 60;
@@ -60,6 +62,8 @@ export const DEFAULT_LIMIT_SCOPE: LimitScope = "isolate";
 export const DEFAULT_GLOBAL_MAX_OVERSHOOT = 0.02;
 export const DEFAULT_GLOBAL_MIN_LEASE_MS = 50;
 export const DEFAULT_GLOBAL_ON_ERROR = "local";
+/** What an isolate that has never loaded the caller policy (overrides and blocks) does while D1 cannot give it: refuse (503 policy_unavailable) or forward without it. */
+export const DEFAULT_POLICY_ON_ERROR = "closed";
 /** A lease longer than a minute would make the overshoot bound meaningless for most limits. */
 export const MAX_GLOBAL_MIN_LEASE_MS = 60_000;
 /** Stream rent: one `stream_rent` unit at open and at the start of every period while a stream stays open. */
@@ -167,6 +171,7 @@ export const configSchema = z.strictObject({
   cache_ttl_s: positiveSeconds(MAX_CACHE_TTL_S).default(DEFAULT_CACHE_TTL_S),
   stale_if_error_s: z.number().min(0, "must be >= 0").max(MAX_STALE_IF_ERROR_S, `must be <= ${MAX_STALE_IF_ERROR_S}`).default(DEFAULT_STALE_IF_ERROR_S),
   cache_max_entries: boundedInt(MAX_CACHE_ENTRIES).default(DEFAULT_CACHE_MAX_ENTRIES),
+  policy_on_error: z.enum(["closed", "open"], 'must be "closed" or "open"').default(DEFAULT_POLICY_ON_ERROR),
   categories: z.record(z.string().regex(CATEGORY_NAME, "category names match ^[a-z][a-z0-9_]{0,31}$"), categorySchema).default({}),
   routes: list(routeSchema).default([]),
   auth_failures: isolateLimitListSchema.optional(),
@@ -196,8 +201,9 @@ export const configSchema = z.strictObject({
     .strictObject({
       flush_interval_s: positiveSeconds(MAX_FLUSH_INTERVAL_S).default(DEFAULT_USAGE_FLUSH_INTERVAL_S),
       max_pending: boundedInt(MAX_CACHE_ENTRIES).default(DEFAULT_USAGE_MAX_PENDING),
+      flush_when_idle: z.boolean().default(DEFAULT_USAGE_FLUSH_WHEN_IDLE),
     })
-    .default({ flush_interval_s: DEFAULT_USAGE_FLUSH_INTERVAL_S, max_pending: DEFAULT_USAGE_MAX_PENDING }),
+    .default({ flush_interval_s: DEFAULT_USAGE_FLUSH_INTERVAL_S, max_pending: DEFAULT_USAGE_MAX_PENDING, flush_when_idle: DEFAULT_USAGE_FLUSH_WHEN_IDLE }),
   reservation_ttl_s: wholeSeconds(MAX_RESERVATION_TTL_S).default(DEFAULT_RESERVATION_TTL_S),
   audit: z
     .strictObject({
@@ -269,6 +275,8 @@ export interface Config {
   readonly cacheTtlMs: number;
   readonly staleIfErrorMs: number;
   readonly cacheMaxEntries: number;
+  /** An isolate that has never loaded the caller policy: "closed" answers 503 policy_unavailable until it loads, "open" forwards without blocks or overrides. */
+  readonly policyOnError: "closed" | "open";
   readonly defaults: CategoryDefaults;
   readonly routes: RouteMatcher;
   /** Each route's response_charge, by route index; null where a route has none. */
@@ -283,6 +291,8 @@ export interface Config {
   /** Global limits: L = maxOvershoot × W, at least minLeaseMs; onError while the ledger cannot answer. */
   readonly global: { readonly maxOvershoot: number; readonly minLeaseMs: number; readonly onError: "local" | "deny" };
   readonly usageFlushIntervalMs: number;
+  /** Write pending metering when a request ends with no other in flight (at most once a second). */
+  readonly usageFlushWhenIdle: boolean;
   readonly usageMaxPending: number;
   readonly reservationTtlS: number;
   readonly auditThresholdRejections: number;
@@ -379,6 +389,7 @@ export function parseConfig(raw: unknown): ConfigResult {
       cacheTtlMs: c.cache_ttl_s * 1000,
       staleIfErrorMs: c.stale_if_error_s * 1000,
       cacheMaxEntries: c.cache_max_entries,
+      policyOnError: c.policy_on_error,
       defaults,
       routes: compileRoutes(c.routes as never),
       responseCharges: (c.routes as { response_charge?: unknown }[]).map((route) => {
@@ -398,6 +409,7 @@ export function parseConfig(raw: unknown): ConfigResult {
       defaultScope: c.limiter.default_scope,
       global: { maxOvershoot: c.global.max_overshoot, minLeaseMs: c.global.min_lease_ms, onError: c.global.on_error },
       usageFlushIntervalMs: c.usage.flush_interval_s * 1000,
+      usageFlushWhenIdle: c.usage.flush_when_idle,
       usageMaxPending: c.usage.max_pending,
       reservationTtlS: c.reservation_ttl_s,
       auditThresholdRejections: c.audit.threshold_rejections,

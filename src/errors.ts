@@ -32,7 +32,11 @@ export type ProblemCode =
   | "auth_unavailable"
   | "admin_disabled"
   | "admin_unavailable"
-  | "limits_unavailable";
+  | "limits_unavailable"
+  | "budget_exhausted"
+  | "credits_exhausted"
+  | "budget_unavailable"
+  | "policy_unavailable";
 
 interface ProblemInfo {
   readonly status: number;
@@ -69,7 +73,11 @@ export const PROBLEMS: Readonly<Record<ProblemCode, ProblemInfo>> = {
   auth_unavailable: { status: 503, title: "Service Unavailable", hint: "The credential could not be verified right now; retry shortly." },
   admin_disabled: { status: 503, title: "Service Unavailable", hint: "Set an ADMIN_TOKEN secret of at least 32 characters to enable the admin API." },
   admin_unavailable: { status: 503, title: "Service Unavailable", hint: "The admin store (D1) is unavailable and nothing was changed; retry after `Retry-After` seconds." },
+  policy_unavailable: { status: 503, title: "Service Unavailable", hint: "The gateway could not load its caller policy (blocks and overrides) yet; retry after `Retry-After` seconds." },
   limits_unavailable: { status: 503, title: "Service Unavailable", hint: "A global rate limit could not be checked right now; retry after `Retry-After` seconds." },
+  budget_exhausted: { status: 429, title: "Too Many Requests", hint: "The budget named in `budget` is spent for this period; it resets at `budget.resets_at` (see `Retry-After`), or ask the operator to raise it." },
+  credits_exhausted: { status: 402, title: "Payment Required", hint: "The prepaid credits named in `budget` are spent; waiting does not help: ask the operator for a top-up." },
+  budget_unavailable: { status: 503, title: "Service Unavailable", hint: "The budget could not be checked right now and nothing was spent; retry after `Retry-After` seconds." },
 };
 
 export const PROBLEM_TYPE_BASE = "https://tollgate.dev/problems/";

@@ -10,6 +10,7 @@
 // name a tenant without closing a circle through the layers above it. The
 // runtime's parts a step reads are declared here by shape (ExchangeRuntime);
 // src/runtime.ts's Runtime has them all.
+import type { BudgetTicket } from "./durable/budget-client";
 import type { Config } from "./config";
 import type { Db } from "./db/client";
 import type { TrafficRecorder } from "./db/traffic-recorder";
@@ -36,6 +37,9 @@ export type Bindings = Env & {
   AUDITOR_TOKEN?: string;
 };
 
+/** Categories with a budget, or null when there are none (src/cache/stored-budgets.ts compiles them). */
+export type BudgetCategories = ReadonlySet<string> | null;
+
 /** What the request log records as the outcome. */
 export type Decision = "admitted" | "exempt" | "off" | ProblemCode | `shadow:${ProblemCode}`;
 
@@ -46,6 +50,10 @@ export interface TenantInfo {
   readonly quota: QuotaLimits | null;
   /** The tenant's org and the org's quota (an upload must fit both), or null. */
   readonly org: OrgQuotaRef | null;
+  /** Categories the tenant has a budget of (src/limits/budget.ts); absent or null: none. */
+  readonly budgets?: BudgetCategories;
+  /** Categories the tenant's org has a budget of; absent or null: none. */
+  readonly orgBudgets?: BudgetCategories;
 }
 
 /** Who is calling, once the credential step has run. */
@@ -67,6 +75,8 @@ export type Caller =
       readonly tenant: TenantInfo;
       readonly override: KeyLimits | null;
       readonly keyLimits: KeyLimits | null;
+      /** Categories the key has a budget of; absent or null: none. */
+      readonly keyBudgets?: BudgetCategories;
     }
   | {
       readonly kind: "jwt";
@@ -206,6 +216,10 @@ export class Exchange {
   statusCharge: StatusCharge | null = null;
   /** Ms this request was held before it was forwarded (a limit's delay_max_ms); 0 = not held. */
   delayedMs = 0;
+  /** What the rate-limit step charged this request when it admitted it, so a budget refusal can give it back. */
+  charged: readonly Charge[] | null = null;
+  /** The request's budget reservation (src/limits/budget.ts), settled or released once its outcome is known. */
+  budget: BudgetTicket | null = null;
   /** The declared body size (Content-Length), or null. */
   readonly declaredBytes: number | null;
   /** A global limit's ledger could not answer and `global.on_error` decided instead (the request log says so). */

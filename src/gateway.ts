@@ -16,6 +16,7 @@ import type { GlobalLeases } from "./limits/global-leases";
 import { type InFlightTable, inFlightBounds, inFlightLimit } from "./limits/in-flight";
 import { authenticate } from "./limits/authenticate";
 import { blockCallers, blockCountries } from "./limits/blocks";
+import { budgetCheck, releaseBudget } from "./limits/budget";
 import type { Check, CheckResult } from "./limits/check";
 import { classify } from "./limits/classify";
 import { quotaCheck, settleQuota } from "./limits/quota";
@@ -107,6 +108,7 @@ export function compileGateway(runtime: GatewayRuntime): GatewayHandler {
       delay: { held: runtime.held, sleep: runtime.sleep, inFlight: runtime.inFlight, bounds: inFlightBounds(config.inFlight) },
     }),
   );
+  add(budgetCheck({ responseCharges: config.responseCharges, now: runtime.now }));
   // A WebSocket upgrade runs the same checks up to here (its
   // rate limits include the open's stream rent and a response-priced route's
   // reserve), then takes a stream slot and an in-flight slot (given back once
@@ -135,6 +137,8 @@ export function compileGateway(runtime: GatewayRuntime): GatewayHandler {
   function answered(x: Exchange, response: Response): Response {
     x.releaseSlot?.();
     x.releaseStream?.();
+    // Not forwarded: a budget reserve taken before the refusal is given back.
+    if (x.budget !== null) releaseBudget(x);
     // A 429 rate_limited keeps its denying limit's headers: the step refused before recording x.rateHeaders.
     const out = withHeaders(response, extraHeaders(x, null));
     const nowMs = runtime.now();

@@ -202,7 +202,7 @@ export function runtimeFor(env: Bindings): Runtime {
   return runtime;
 }
 
-/** What /_tollgate/health reports beyond `status`: an invalid config, a bad ORIGIN_URL, a disabled admin API. */
+/** What /_tollgate/health reports beyond `status`: an invalid config, a bad ORIGIN_URL, a disabled admin API, the caller policy's state. */
 export function healthOf(runtime: Runtime, env: Bindings): Record<string, unknown> {
   const out: Record<string, unknown> = { status: "ok" };
   const fault = configFault(runtime);
@@ -217,5 +217,9 @@ export function healthOf(runtime: Runtime, env: Bindings): Record<string, unknow
     out.alerts = secret !== null ? { status: "ok" } : { status: "misconfigured", reason: "alerts.webhook_url is set but the ALERT_SECRET secret is not: alerts are queued and not sent until it is" };
   }
   if (!runtime.adminTokens.enabled) out.admin = { status: "disabled", reason: runtime.adminTokens.reason };
+  // This isolate's caller policy: whether blocks are enforced from a loaded snapshot, a kept one, or not at all.
+  const policy = runtime.policy.health();
+  out.policy = policy;
+  if (policy.state === "failing_closed" || policy.state === "failing_open") out.status = "degraded";
   return out;
 }

@@ -131,10 +131,11 @@ export function clockedGateway(config: unknown, overrides: EnvOverrides = {}, st
   return {
     clock,
     runtime,
-    /** Calls the data plane; with `settle`, reads the body and waits for the background work. */
-    async call(request: Request, options: { settle?: boolean } = {}): Promise<Response> {
+    /** Calls the data plane; with `settle`, reads the body and waits for the background work; `env` overrides bindings for this call (a failing DB). */
+    async call(request: Request, options: { settle?: boolean; env?: EnvOverrides } = {}): Promise<Response> {
       const ctx = createExecutionContext();
-      const response = await runtime.gateway(request, testEnv, ctx);
+      const callEnv = options.env === undefined ? testEnv : ({ ...testEnv, ...options.env } as unknown as Env);
+      const response = await runtime.gateway(request, callEnv, ctx);
       if (!options.settle) return response;
       const body = await response.arrayBuffer();
       await waitOnExecutionContext(ctx);

@@ -1,4 +1,4 @@
-// Global limits across isolates (DESIGN §11, issue 12). For each K, one
+// Global limits across isolates (issue 12). For each K, one
 // Miniflare runs K copies of the gateway bundle — each Worker its own
 // isolate, with its own limiter table and leases — plus one more copy that
 // hosts the LimitLedger Durable Object they all bind to (as a deployment's

@@ -1,4 +1,4 @@
-// Streams (DESIGN §13, issue 14): messages per second through the gateway
+// Streams (issue 14): messages per second through the gateway
 // against a direct connection to the same origin, and the gateway isolate's
 // JS heap per open stream with 1,000 streams open.
 //

@@ -8,6 +8,7 @@ import type { AdminEnv } from "./admin-env";
 import { registerAuditRoutes } from "./audit";
 import { adminAuth } from "./auth";
 import { registerBlockRoutes } from "./blocks";
+import { registerBudgetRoutes } from "./budgets";
 import { registerCallerRoutes } from "./callers";
 import { registerExportRoutes } from "./export";
 import { registerKeyRoutes } from "./keys";
@@ -34,6 +35,7 @@ export function createAdminApp(): Hono<AdminEnv> {
   registerBlockRoutes(admin);
   registerCallerRoutes(admin);
   registerOrgRoutes(admin);
+  registerBudgetRoutes(admin);
   registerUsageRoutes(admin);
   registerReconcileRoutes(admin);
   registerExportRoutes(admin);

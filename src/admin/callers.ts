@@ -6,6 +6,11 @@
 // write made through another isolate shows here within `cache_ttl_s`, one
 // made through this one at once); the state is this isolate's limiter
 // table. Explain charges nothing.
+//
+// Reset forgets the caller's own subject only: resetting `ip:A` leaves the
+// `anonymous` aggregate every address shares, and resetting a key or JWT
+// caller leaves its tenant's subject (isolate table and ledger alike). A
+// shared subject is reset by naming it: `tenant:<slug>` or `anonymous`.
 import type { Context, Hono } from "hono";
 import { keyRecordOf } from "../cache/key-cache";
 import { compileStoredKeyLimits } from "../cache/stored-limits";
@@ -23,6 +28,7 @@ import { LIMITS_UNAVAILABLE_RETRY_AFTER_S } from "../limits/rate-limit";
 import { problem } from "../errors";
 import type { AdminEnv } from "./admin-env";
 import { adminAuditSubject } from "./audit-subject-key";
+import { callerBudgets } from "./budget-reads";
 import { parseCallerKey } from "./caller-keys";
 import { keyNotFound, tenantNotFound } from "./not-found";
 import { presentBlock, presentOverride } from "./present";
@@ -64,6 +70,9 @@ async function describe(c: Ctx, callerKey: string, override: KeyLimits | null, c
       if (tenant === null) return { ok: false, response: tenantNotFound(value) };
       return { ok: true, caller: { callerKey, tenant: value, subjects: [{ kind: "tenant", subject: callerKey, sources: { tenant: tenant.limits, defaults } }], blockTargets: [callerKey], ip: null } };
     }
+    case "anonymous":
+      // The aggregate every anonymous address shares: named only by itself.
+      return { ok: true, caller: { callerKey, tenant: null, subjects: [{ kind: "anonymous", subject: ANONYMOUS, sources: { defaults } }], blockTargets: [], ip: null } };
     case "jwt":
       // The tenant of a JWT caller is named by each token's claim: not known from the caller key alone.
       return { ok: true, caller: { callerKey, tenant: null, subjects: chargedSubjects({ kind: "jwt", callerKey, tenant: null, override }, defaults), blockTargets: [callerKey], ip: null } };
@@ -81,15 +90,18 @@ interface Resolved {
 }
 
 async function resolve(c: Ctx, raw: string | undefined, nowMs: number): Promise<{ ok: true; value: Resolved } | { ok: false; response: Response }> {
-  // A refused address appears in the traffic lists as its keyed digest (`hmac:<hex>`); this isolate remembers the digests it wrote.
-  const digested = typeof raw === "string" && /^hmac:[0-9a-f]{64}$/.test(raw) ? c.get("runtime").traffic.callerOf(raw) : undefined;
-  if (digested === null) return { ok: false, response: problem("not_found", { detail: "This digest names no caller this isolate counted recently: explain it by its address (ip:<address>) or try again from the console's traffic view." }) };
-  const parsed = parseCallerKey(digested ?? raw, "caller_key", ["ip", "key", "jwt", "tenant"]);
-  if (!parsed.ok) return parsed;
-  const callerKey = parsed.value;
+  let callerKey: string = ANONYMOUS;
+  if (raw !== ANONYMOUS) {
+    // A refused address appears in the traffic lists as its keyed digest (`hmac:<hex>`); this isolate remembers the digests it wrote.
+    const digested = typeof raw === "string" && /^hmac:[0-9a-f]{64}$/.test(raw) ? c.get("runtime").traffic.callerOf(raw) : undefined;
+    if (digested === null) return { ok: false, response: problem("not_found", { detail: "This digest names no caller this isolate counted recently: explain it by its address (ip:<address>) or try again from the console's traffic view." }) };
+    const parsed = parseCallerKey(digested ?? raw, "caller_key", ["ip", "key", "jwt", "tenant"]);
+    if (!parsed.ok) return parsed;
+    callerKey = parsed.value;
+  }
   const db = database(c.env.DB);
-  // Only an active override applies; a tenant is never overridden.
-  const overrideRow = callerKey.startsWith("tenant:") ? null : await stored(() => getOverride(db, callerKey));
+  // Only an active override applies; a tenant or the anonymous aggregate is never overridden.
+  const overrideRow = callerKey.startsWith("tenant:") || callerKey === ANONYMOUS ? null : await stored(() => getOverride(db, callerKey));
   const active = overrideRow !== null && (overrideRow.expiresAt === null || overrideRow.expiresAt > nowMs);
   // As stored: every isolate applies it within cache_ttl_s.
   const override = active ? compileStoredKeyLimits(overrideRow.limits, "caller_overrides.limits of an override", c.get("config").defaultScope) : null;
@@ -114,13 +126,18 @@ async function blockOf(c: Ctx, caller: Described, nowMs: number) {
 }
 
 const CALLER_ROUTE = "/callers/:caller_key{.+}";
+/** The caller key of the aggregate all anonymous addresses share (`DELETE /callers/anonymous/state`). */
+const ANONYMOUS = "anonymous";
 
 export function registerCallerRoutes(app: Hono<AdminEnv>): void {
   app.delete(`${CALLER_ROUTE}/state`, async (c) => {
     const nowMs = Date.now();
     const resolved = await resolve(c, c.req.param("caller_key"), nowMs);
     if (!resolved.ok) return resolved.response;
-    const { caller, limits } = resolved.value;
+    const { caller } = resolved.value;
+    // The caller's own subject comes first (chargedSubjects); its tenant or the anonymous aggregate is shared and stays.
+    const own = caller.subjects[0]!.subject;
+    const limits = resolved.value.limits.filter((l) => l.subject === own);
     const runtime = c.get("runtime");
     const { held, ledgerStates, ledgers } = await resetLimits(runtime.limiter, c.env.LIMIT_LEDGER, runtime.leases, limits, nowMs);
     const db = database(c.env.DB);
@@ -133,7 +150,8 @@ export function registerCallerRoutes(app: Hono<AdminEnv>): void {
         actor: c.get("role"),
         tenant: caller.tenant,
         subject,
-        detail: { limits: limits.length, states_held: held, scope, ...(ledgers === 0 ? {} : { ledger_states_held: ledgerStates, ledger_reset: ledgerStates !== null }) },
+        // `subjects`: exactly what was forgotten (the caller's own subject, as the audit names it), never a shared one.
+        detail: { subjects: [subject], limits: limits.length, states_held: held, scope, ...(ledgers === 0 ? {} : { ledger_states_held: ledgerStates, ledger_reset: ledgerStates !== null }) },
       }).run(),
     );
     if (ledgerStates === null) {
@@ -157,6 +175,7 @@ export function registerCallerRoutes(app: Hono<AdminEnv>): void {
       limits: await explainLimits(table, c.env.LIMIT_LEDGER, limits, nowMs),
       override: overrideRow === null ? null : presentOverride(overrideRow, nowMs),
       block: await blockOf(c, caller, nowMs),
+      budgets: await callerBudgets(c.env, database(c.env.DB), caller.callerKey, caller.tenant),
     });
   });
 }

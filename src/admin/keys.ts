@@ -9,6 +9,7 @@ import { getKey, insertKey, listKeys, revokeKey } from "../db/keys";
 import { getTenant } from "../db/tenants";
 import { mintApiKey } from "../identity/api-key";
 import type { AdminEnv } from "./admin-env";
+import { purgeBudgets } from "./budget-reads";
 import { keyNotFound, tenantNotFound } from "./not-found";
 import { presentKey } from "./present";
 import { keyIdSchema, mintKeyBodySchema, tenantSlugSchema } from "./schemas";
@@ -82,6 +83,7 @@ export function registerKeyRoutes(app: Hono<AdminEnv>): void {
       ]),
     );
     c.get("runtime").keys.clearKeyId(id.value);
+    await purgeBudgets(c.env, { tenant: existing.tenant, owner: `key:${id.value}` });
     return c.json(presentKey({ ...existing, revokedAt: nowMs }));
   });
 }

@@ -17,7 +17,7 @@ const explainCallerParam: Json = {
   name: "caller_key",
   in: "path",
   required: true,
-  description: "`key:<id>`, `ip:<address>` (an IPv6 address stands for its /64; URL-encode the `/`), `jwt:<64 lower-case hex>` or `tenant:<slug>`",
+  description: "`key:<id>`, `ip:<address>` (an IPv6 address stands for its /64; URL-encode the `/`), `jwt:<64 lower-case hex>`, `tenant:<slug>`, or `anonymous` (the aggregate every anonymous address shares)",
   schema: { type: "string", maxLength: MAX_CALLER_KEY_CHARS },
 };
 const orgParam: Json = { name: "org", in: "path", required: true, schema: { type: "string", pattern: TENANT_SLUG.source } };
@@ -67,7 +67,7 @@ export function operationPaths(): Json {
     },
     "/callers/{caller_key}/state": {
       parameters: [explainCallerParam],
-      delete: op("Forget the caller's limiter state in this isolate, and in the ledger of each global limit (audited)", {
+      delete: op("Forget the caller's own limiter state in this isolate, and in the ledger of each global limit (audited). A shared subject (the key's or token's tenant, the anonymous aggregate) is left alone: reset it by naming it (`tenant:<slug>`, `anonymous`)", {
         "200": { description: "reset" },
         "400": problemResponse("invalid_request: `caller_key`"),
         "404": problemResponse("not_found"),

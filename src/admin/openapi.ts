@@ -6,6 +6,9 @@ import type { AdminEnv } from "./admin-env";
 import { EXPORT_FORMATS, MAX_EXPORT_MONTHS, MAX_EXPORT_ROWS, PERIOD } from "./export";
 import { COMMON_ERRORS, type Json, jsonContent, op, problemResponse, ref, tenantParam, WRITE_ERRORS } from "./openapi-parts";
 import { operationPaths } from "./openapi-operations";
+import { budgetPaths } from "./openapi-budgets";
+// Registers the budget schemas in the components even when the budget routes are not loaded.
+import "./budget-schemas";
 import { trafficPaths } from "./openapi-traffic";
 import { KEY_ID, MAX_AUDIT_PAGE, MAX_CALLER_KEY_CHARS, registry, TENANT_SLUG } from "./schemas";
 
@@ -111,6 +114,7 @@ export function openApiDocument(): Json {
         ),
       },
       ...operationPaths(),
+      ...budgetPaths(),
       ...trafficPaths(),
       "/openapi.json": { get: op("This document", { "200": { description: "OpenAPI 3.1" }, ...COMMON_ERRORS }) },
     },

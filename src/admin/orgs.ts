@@ -9,6 +9,7 @@ import { database } from "../db/client";
 import { countTenantsOfOrg, deleteOrgIfEmpty, getOrg, listOrgs, type OrgRow, orgIsGone, putOrg, tenantsOfOrg } from "../db/orgs";
 import { problem } from "../errors";
 import type { AdminEnv } from "./admin-env";
+import { purgeBudgets } from "./budget-reads";
 import { orgNotFound } from "./not-found";
 import { orgBodySchema, slugPageQuerySchema } from "./operation-schemas";
 import { pageOf, rowsToRead } from "./paging";
@@ -117,6 +118,7 @@ export function registerOrgRoutes(app: Hono<AdminEnv>): void {
     } catch {
       return quotaUnavailable("The org's quota object could not be emptied; nothing was deleted. Retry the delete.");
     }
+    await purgeBudgets(c.env, { org: slug.value });
     const nowMs = Date.now();
     // The delete only happens if no tenant joined since the count; its audit event only if it happened.
     const [deleted] = await stored(() =>

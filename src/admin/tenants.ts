@@ -14,6 +14,7 @@ import { deleteTenant, getTenant, listTenants, putTenant, type TenantRow, update
 import type { Bindings } from "../exchange";
 import { errorName, log } from "../log/logger";
 import type { AdminEnv } from "./admin-env";
+import { purgeBudgets } from "./budget-reads";
 import { tenantNotFound } from "./not-found";
 import { slugPageQuerySchema } from "./operation-schemas";
 import { syncOrgMembership } from "./org-sync";
@@ -162,6 +163,7 @@ export function registerTenantRoutes(app: Hono<AdminEnv>): void {
     if (syncFailed !== null) return syncFailed;
     const purge = await purgeTenantQuota(c.env, slug.value);
     if (!purge.ok) return quotaUnavailable("The tenant's quota object could not be emptied; nothing was deleted. Retry the delete.");
+    await purgeBudgets(c.env, { tenant: slug.value, owner: null });
     const nowMs = Date.now();
     await stored(() =>
       db.batch([

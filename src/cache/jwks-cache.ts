@@ -52,7 +52,7 @@ export type KeepAlive = (work: Promise<unknown>) => void;
 export type JwksFetch = (url: string, init: { signal: AbortSignal }) => Promise<Response>;
 
 /** Why a fetch failed, for the operator: never the body or any key material. */
-export type JwksFailure = "network" | "status" | "too_large" | "not_json" | "no_usable_keys";
+export type JwksFailure = "network" | "status" | "redirect" | "too_large" | "not_json" | "no_usable_keys";
 
 /** A key set ready for verification: jose selects a key by `kid`, `alg` and key type, and caches its import. */
 export interface JwksSnapshot {
@@ -248,7 +248,8 @@ export class JwksCache {
     const response = await fetchJwks(url, { signal: AbortSignal.timeout(JWKS_FETCH_TIMEOUT_MS) });
     if (response.status !== 200) {
       await response.body?.cancel();
-      throw new JwksFetchError("status");
+      // A redirect is a failure, never followed: the configured URL is the one vouched for.
+      throw new JwksFetchError(response.status >= 300 && response.status < 400 ? "redirect" : "status");
     }
     const text = await readBounded(response, MAX_JWKS_BYTES);
     let body: unknown;
@@ -264,5 +265,9 @@ export class JwksCache {
   }
 }
 
-/** The gateway's fetch for JWKS: no cookies or credentials, JSON asked for. */
-export const defaultJwksFetch: JwksFetch = (url, init) => fetch(url, { signal: init.signal, headers: { accept: "application/json" } });
+/**
+ * The gateway's fetch for JWKS: no cookies or credentials, JSON asked for, and
+ * redirects not followed (a 3xx fails the fetch): the keys that vouch for
+ * callers come from the configured URL only, not from wherever it points.
+ */
+export const defaultJwksFetch: JwksFetch = (url, init) => fetch(url, { signal: init.signal, headers: { accept: "application/json" }, redirect: "manual" });

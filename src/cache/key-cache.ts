@@ -11,6 +11,8 @@ import { findKeyByDigest, type KeyRow } from "../db/keys";
 import { ReadThroughCache } from "./read-through-cache";
 import type { LimitScope } from "../engine/limit";
 import { compileStoredKeyLimits, compileStoredTenant } from "./stored-limits";
+import type { BudgetCategories } from "../exchange";
+import { compileStoredBudgets } from "./stored-budgets";
 
 /** A managed key as the gateway admits it. Limits are compiled. */
 export interface KeyRecord {
@@ -19,6 +21,8 @@ export interface KeyRecord {
   readonly expiresAtMs: number | null;
   readonly revokedAtMs: number | null;
   readonly keyLimits: KeyLimits | null;
+  /** Categories the key has a budget of, or null. */
+  readonly keyBudgets: BudgetCategories;
   readonly tenant: TenantInfo;
 }
 
@@ -38,7 +42,8 @@ export function keyRecordOf(row: KeyRow, digest: string, defaultScope: LimitScop
     expiresAtMs: row.expiresAt,
     revokedAtMs: row.revokedAt,
     keyLimits: compileStoredKeyLimits(row.keyLimits, `api_keys.limits of ${row.id}`, defaultScope),
-    tenant: compileStoredTenant({ slug: row.tenant, limits: row.tenantLimits, quota: row.quota, org: row.org, orgQuota: row.orgQuota }, defaultScope),
+    keyBudgets: compileStoredBudgets(row.keyBudgets, `api_keys.budgets of ${row.id}`),
+    tenant: compileStoredTenant({ slug: row.tenant, limits: row.tenantLimits, quota: row.quota, org: row.org, orgQuota: row.orgQuota, budgets: row.tenantBudgets, orgBudgets: row.orgBudgets }, defaultScope),
   };
 }
 

@@ -2,11 +2,16 @@
 // of both tables per runtime, reloaded once per cache_ttl_s (docs/design.md:
 // blocks read through the same snapshot cache as overrides). Looking up a
 // caller that has no override or block is then a Map miss, so a flood of
-// anonymous requests from fresh addresses costs no D1 query per address.
-// An override or block that expires while the snapshot is held stops
-// applying at its expires_at. When D1 fails and no usable snapshot is held,
-// callers get "no override, no block" (the configured defaults apply) and D1
-// is not asked again for a moment.
+// anonymous requests from fresh addresses costs no D1 query per address. An
+// override or block that expires while the snapshot is held stops applying
+// at its expires_at.
+//
+// Blocks must not lapse because D1 does: a failed reload keeps serving the
+// last snapshot, with no time limit (stale_if_error_s does not apply here).
+// An isolate that has never loaded one follows `policy_on_error`: "closed"
+// answers UNAVAILABLE_POLICY (the block step refuses 503 policy_unavailable),
+// "open" answers an empty policy (the configured defaults, no blocks). Either
+// way D1 is not asked again for a moment, and /_tollgate/health says which.
 import type { Config } from "../config";
 import type { LimitScope } from "../engine/limit";
 import type { KeyLimits } from "../engine/resolve-limits";
@@ -39,8 +44,11 @@ export class PolicySnapshot {
   /** Network blocks by id, and the matcher that finds the most specific one holding an address. */
   readonly #netBlocks: ReadonlyMap<string, Timed<ActiveBlock>>;
   readonly #netMatcher: NetBlockMatcher | null;
+  /** False only for UNAVAILABLE_POLICY: no policy could be loaded and `policy_on_error` is "closed". */
+  readonly available: boolean;
 
-  constructor(overrides: ReadonlyMap<string, Timed<KeyLimits>>, blocks: ReadonlyMap<string, Timed<ActiveBlock>>, netBlocks: ReadonlyMap<string, Timed<ActiveBlock>>) {
+  constructor(overrides: ReadonlyMap<string, Timed<KeyLimits>>, blocks: ReadonlyMap<string, Timed<ActiveBlock>>, netBlocks: ReadonlyMap<string, Timed<ActiveBlock>>, available = true) {
+    this.available = available;
     this.#overrides = overrides;
     this.#blocks = blocks;
     this.#netBlocks = netBlocks;
@@ -75,6 +83,23 @@ export class PolicySnapshot {
 }
 
 export const EMPTY_POLICY = new PolicySnapshot(new Map(), new Map(), new Map());
+/** What an isolate that never loaded the policy gets under `policy_on_error: "closed"`: no overrides or blocks, and `available` false. */
+export const UNAVAILABLE_POLICY = new PolicySnapshot(new Map(), new Map(), new Map(), false);
+
+/**
+ * Where the isolate's policy stands, for health: `loaded` (the snapshot is
+ * current), `stale` (the last reload failed; the last snapshot is served),
+ * `not_loaded` (nothing asked for it yet), `failing_closed` / `failing_open`
+ * (never loaded, and the last load failed: refusing, or forwarding without it).
+ */
+export type PolicyState = "loaded" | "stale" | "not_loaded" | "failing_closed" | "failing_open";
+
+export interface PolicyHealth {
+  readonly state: PolicyState;
+  readonly on_error: "closed" | "open";
+  /** When the snapshot served was loaded (ISO 8601), if one was. */
+  readonly loaded_at?: string;
+}
 
 const SNAPSHOT = "all";
 /** After a failed load with nothing to serve, how long the empty answer stands before D1 is asked again. */
@@ -103,45 +128,81 @@ export class PolicyCache {
   readonly #cache: ReadThroughCache<string, PolicySnapshot>;
   readonly #backoffMs: number;
   readonly #defaultScope: LimitScope;
+  readonly #onError: "closed" | "open";
+  /** The last snapshot loaded, kept through D1 failures and admin writes (which only make it due for reload). */
+  #last: { snapshot: PolicySnapshot; loadedAtMs: number } | null = null;
+  /** Whether the last load attempt failed. */
+  #failing = false;
   #failedUntilMs = 0;
 
   constructor(config: Config) {
     this.#defaultScope = config.defaultScope;
+    this.#onError = config.policyOnError;
     this.#backoffMs = Math.min(FAILURE_BACKOFF_MS, config.cacheTtlMs);
     this.#cache = new ReadThroughCache<string, PolicySnapshot>({
       maxEntries: 1,
       maxNegativeEntries: 0,
       ttlMs: config.cacheTtlMs,
-      staleIfErrorMs: config.staleIfErrorMs,
+      // No time limit: a block must not lapse because D1 is down.
+      staleIfErrorMs: Number.POSITIVE_INFINITY,
       isNegative: () => false,
     });
   }
 
-  /** The snapshot when it is fresh; never queries. */
+  /** What a failed load with no fresh snapshot answers: the last snapshot, else what policy_on_error says. */
+  #fallback(): PolicySnapshot {
+    if (this.#last !== null) return this.#last.snapshot;
+    return this.#onError === "closed" ? UNAVAILABLE_POLICY : EMPTY_POLICY;
+  }
+
+  /** The snapshot when it is fresh (or a failed load is backing off); never queries. */
   peek(nowMs: number): PolicySnapshot | undefined {
     const fresh = this.#cache.peek(SNAPSHOT, nowMs);
     if (fresh !== undefined) return fresh;
-    return nowMs < this.#failedUntilMs ? EMPTY_POLICY : undefined;
+    return nowMs < this.#failedUntilMs ? this.#fallback() : undefined;
   }
 
   /**
-   * The policy in force. Never throws: with D1 down and no usable snapshot the
-   * answer is empty, so callers fall back to the configured defaults. `db` is
-   * only called when the snapshot is due for a reload.
+   * The policy in force. Never throws: with D1 down it is the last snapshot
+   * loaded, or, in an isolate that never loaded one, UNAVAILABLE_POLICY
+   * ("closed") or an empty policy ("open"). `db` is only called when the
+   * snapshot is due for a reload.
    */
   async load(db: () => Db, nowMs: number, keepAlive?: (work: Promise<unknown>) => void): Promise<PolicySnapshot> {
     const peeked = this.peek(nowMs);
     if (peeked !== undefined) return peeked;
     try {
-      return await this.#cache.get(SNAPSHOT, nowMs, () => loadSnapshot(db(), nowMs, this.#defaultScope), keepAlive);
+      return await this.#cache.get(SNAPSHOT, nowMs, () => this.#load(db, nowMs), keepAlive);
     } catch {
       this.#failedUntilMs = nowMs + this.#backoffMs;
-      log.warn("policy_unavailable", undefined, nowMs);
-      return EMPTY_POLICY;
+      return this.#fallback();
     }
   }
 
-  /** Forget the snapshot (an admin wrote an override or block): the next request reloads it. */
+  async #load(db: () => Db, nowMs: number): Promise<PolicySnapshot> {
+    try {
+      const snapshot = await loadSnapshot(db(), nowMs, this.#defaultScope);
+      this.#last = { snapshot, loadedAtMs: nowMs };
+      this.#failing = false;
+      return snapshot;
+    } catch (error) {
+      this.#failing = true;
+      log.warn("policy_unavailable", { serving: this.#last !== null ? "last_snapshot" : this.#onError === "closed" ? "refusals" : "no_policy" }, nowMs);
+      throw error;
+    }
+  }
+
+  /** Where the policy stands in this isolate (for /_tollgate/health). */
+  health(): PolicyHealth {
+    const last = this.#last;
+    if (last === null) {
+      const state: PolicyState = !this.#failing ? "not_loaded" : this.#onError === "closed" ? "failing_closed" : "failing_open";
+      return { state, on_error: this.#onError };
+    }
+    return { state: this.#failing ? "stale" : "loaded", on_error: this.#onError, loaded_at: new Date(last.loadedAtMs).toISOString() };
+  }
+
+  /** Make the snapshot due for reload (an admin wrote an override or block): the next request reloads it. The last one is kept for D1 failures. */
   clear(): void {
     this.#cache.clearAll();
     this.#failedUntilMs = 0;

@@ -8,6 +8,7 @@ import { log } from "../log/logger";
 import type { KeyLimits, TenantLimits } from "../engine/resolve-limits";
 import type { QuotaLimits } from "../durable/quota-types";
 import type { TenantInfo } from "../exchange";
+import { compileStoredBudgets } from "./stored-budgets";
 
 function logBadStored(what: string): void {
   log.warn("stored_value_invalid", { what });
@@ -92,6 +93,9 @@ export interface StoredTenant {
   readonly quota: string | null;
   readonly org: string | null;
   readonly orgQuota: string | null;
+  /** Budgets JSON of the tenant and of its org (absent: none). */
+  readonly budgets?: string | null;
+  readonly orgBudgets?: string | null;
 }
 
 /** A tenant compiled as the gateway admits it: the one spelling for key records (joined) and tenants named by a token. */
@@ -101,5 +105,7 @@ export function compileStoredTenant(row: StoredTenant, defaultScope: LimitScope)
     limits: compileStoredTenantLimits(row.limits, `tenants.limits of ${row.slug}`, defaultScope),
     quota: parseStoredQuota(row.quota, `tenants.quota of ${row.slug}`),
     org: row.org === null ? null : { slug: row.org, quota: parseStoredQuota(row.orgQuota, `orgs.quota of ${row.org}`) ?? {} },
+    budgets: compileStoredBudgets(row.budgets, `tenants.budgets of ${row.slug}`),
+    orgBudgets: row.org === null ? null : compileStoredBudgets(row.orgBudgets, `orgs.budgets of ${row.org}`),
   };
 }

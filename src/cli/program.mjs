@@ -7,6 +7,7 @@ import { Command } from "commander";
 import { usageError } from "./cli-error.mjs";
 import { registerAuditCommand } from "./commands/audit.mjs";
 import { registerBlockCommands } from "./commands/blocks.mjs";
+import { registerBudgetCommands } from "./commands/budgets.mjs";
 import { registerCallerCommands } from "./commands/explain.mjs";
 import { registerKeyCommands } from "./commands/keys.mjs";
 import { registerOrgCommands } from "./commands/orgs.mjs";
@@ -69,6 +70,7 @@ Exit status: 0 done, 1 refused by the gateway, unreachable, or drift found,
   registerBlockCommands(program, runtime);
   registerOrgCommands(program, runtime);
   registerCallerCommands(program, runtime);
+  registerBudgetCommands(program, runtime);
   registerUsageCommands(program, runtime);
   registerAuditCommand(program, runtime);
   registerTrafficCommands(program, runtime);

@@ -19,6 +19,10 @@ export interface KeyRow {
   readonly org: string | null;
   /** The org's Quota JSON; null when the tenant has no org. */
   readonly orgQuota: string | null;
+  /** Budgets JSON of the key, its tenant and its org (null: none). */
+  readonly keyBudgets: string | null;
+  readonly tenantBudgets: string | null;
+  readonly orgBudgets: string | null;
 }
 
 /**
@@ -51,6 +55,9 @@ function gatewayKeyQuery(db: Db) {
       quota: tenants.quota,
       org: tenants.org,
       orgQuota: orgs.quota,
+      keyBudgets: apiKeys.budgets,
+      tenantBudgets: tenants.budgets,
+      orgBudgets: orgs.budgets,
     })
     .from(apiKeys)
     .innerJoin(tenants, eq(tenants.slug, apiKeys.tenant))

@@ -12,6 +12,12 @@ export const orgs = sqliteTable("orgs", {
   quota: text("quota").notNull().default("{}"),
   createdAt: integer("created_at").notNull(),
   updatedAt: integer("updated_at").notNull(),
+  /**
+   * Budgets of this org (src/admin/budgets.ts): JSON `{"<category>": {"period": "month"}}`
+   * or NULL, so a request knows from the cached record which budgets apply.
+   * Amounts and spend live in the quota Durable Object.
+   */
+  budgets: text("budgets"),
 });
 
 export const tenants = sqliteTable(
@@ -30,6 +36,12 @@ export const tenants = sqliteTable(
      * an org deleted while a tenant is being moved into it.
      */
     org: text("org").references((): AnySQLiteColumn => orgs.slug),
+    /**
+     * Budgets of this tenant (src/admin/budgets.ts): JSON `{"<category>": {"period": "month"}}`
+     * or NULL, so a request knows from the cached record which budgets apply.
+     * Amounts and spend live in the quota Durable Object.
+     */
+    budgets: text("budgets"),
   },
   (t) => [index("tenants_org_idx").on(t.org, t.slug)],
 );
@@ -55,6 +67,12 @@ export const apiKeys = sqliteTable(
     lastUsedAt: integer("last_used_at"),
     lastUsedFrom: text("last_used_from"),
     useCount: integer("use_count").notNull().default(0),
+    /**
+     * Budgets of this key (src/admin/budgets.ts): JSON `{"<category>": {"period": "month"}}`
+     * or NULL, so a request knows from the cached record which budgets apply.
+     * Amounts and spend live in the quota Durable Object.
+     */
+    budgets: text("budgets"),
   },
   (t) => [uniqueIndex("api_keys_digest_unique").on(t.digest), index("api_keys_tenant_idx").on(t.tenant, t.createdAt)],
 );

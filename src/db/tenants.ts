@@ -30,6 +30,8 @@ export async function findTenantForGateway(db: Db, slug: string): Promise<(Tenan
       updatedAt: tenants.updatedAt,
       org: tenants.org,
       orgQuota: orgs.quota,
+      budgets: tenants.budgets,
+      orgBudgets: orgs.budgets,
     })
     .from(tenants)
     .leftJoin(orgs, eq(orgs.slug, tenants.org))

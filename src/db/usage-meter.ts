@@ -25,7 +25,7 @@ import { errorName, log } from "../log/logger";
  * `stream_seconds`: how long the tenant's WebSocket streams stayed open, whole seconds, each stream rounded up.
  * `units:<category>`: what response-priced routes cost, in the category's units.
  */
-export type MeterMetric = "requests" | "bytes_in" | "bytes_stored" | "stream_seconds" | `units:${string}`;
+export type MeterMetric = "requests" | "bytes_in" | "bytes_stored" | "stream_seconds" | `units:${string}` | `budget:${string}`;
 
 interface Pending {
   readonly tenant: string;
@@ -56,6 +56,9 @@ export interface UsageMeterStats {
   readonly failedFlushes: number;
 }
 
+/** The shortest wall-clock gap between two writes of a quiet isolate's metering (see flushIdle). */
+export const IDLE_FLUSH_GAP_MS = 1000;
+
 export class UsageMeter {
   /** `tenant \n period \n metric` → pending delta. */
   #pending = new Map<string, Pending>();
@@ -66,6 +69,9 @@ export class UsageMeter {
   #maxPending = 0;
   /** The flush being written, if any: one at a time per meter. */
   #inFlight: Promise<void> | null = null;
+  /** When the last idle write began (wall clock, ms), and whether the next one is scheduled. */
+  #lastIdleFlushAtMs = 0;
+  #idleScheduled = false;
   /**
    * The interval is counted from here: the first `add` into an empty meter,
    * then the start of each flush. Null while nothing is pending and no flush
@@ -154,17 +160,29 @@ export class UsageMeter {
   }
 
   /**
-   * Starts a flush now, whatever the interval, when something is pending:
-   * for an isolate with no other request in flight, which may see no other
-   * request for a long time (a quiet gateway), so nothing metered waits for
-   * one. A flush already running is followed by another once it ends. Hands
-   * the work to `waitUntil`; never throws, the promise never rejects.
+   * Writes what is pending soon, whatever the interval, for an isolate with
+   * no other request in flight, which may see no other request for a long
+   * time (a quiet gateway), so nothing metered waits for one. At most one
+   * such write a second (`IDLE_FLUSH_GAP_MS`, wall-clock): a client sending
+   * one request at a time must not cost a D1 write per request. Within the
+   * second after one, the first request to ask schedules the next write for
+   * the second's end (a timer under waitUntil, well inside the 30 s the
+   * runtime gives background work); later ones join it. Never throws; the
+   * promise never rejects.
    */
   flushIdle(db: () => Db, nowMs: number, waitUntil: (p: Promise<unknown>) => void): void {
-    if (this.#pending.size === 0) return;
-    const running = this.#inFlight;
-    // The follow-up finds the adds of every request that asked meanwhile: the first one to run takes them all.
-    const work = running === null ? this.#flush(db, nowMs) : running.then(() => (this.#pending.size === 0 || this.#inFlight !== null ? undefined : this.#flush(db, nowMs)));
+    if (this.#pending.size === 0 || this.#idleScheduled) return;
+    const sinceMs = Date.now() - this.#lastIdleFlushAtMs;
+    const waitMs = sinceMs >= IDLE_FLUSH_GAP_MS ? 0 : IDLE_FLUSH_GAP_MS - sinceMs;
+    this.#idleScheduled = true;
+    const work = (async () => {
+      if (waitMs > 0) await new Promise((resolve) => setTimeout(resolve, waitMs));
+      // A flush already running takes what was pending when it began: the rest is written after it.
+      while (this.#inFlight !== null) await this.#inFlight;
+      this.#idleScheduled = false;
+      this.#lastIdleFlushAtMs = Date.now();
+      if (this.#pending.size > 0) await this.#flush(db, nowMs + waitMs);
+    })();
     try {
       waitUntil(work);
     } catch {

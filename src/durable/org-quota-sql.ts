@@ -11,6 +11,7 @@
 //   isolate that has not seen the change yet cannot add it again).
 // - audit_windows: when each audit event was last handed out, per kind.
 // - meta: the org slug.
+import { BUDGET_MIGRATION_STATEMENTS } from "./budget-sql";
 import type { Migration } from "./sql-migrations";
 
 export const ORG_MIGRATIONS: readonly Migration[] = [
@@ -38,6 +39,11 @@ export const ORG_MIGRATIONS: readonly Migration[] = [
        )`,
       `CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)`,
     ],
+  },
+  {
+    id: 2,
+    description: "budgets and their reservations",
+    statements: BUDGET_MIGRATION_STATEMENTS,
   },
 ];
 

@@ -38,6 +38,18 @@
 // at the tenant does not stay held at the org when that tenant goes quiet.
 
 import { DurableObject } from "cloudflare:workers";
+import { BudgetStore } from "./budget-store";
+import type {
+  BudgetPutRequest,
+  BudgetPutResult,
+  BudgetReserveRequest,
+  BudgetReserveResult,
+  BudgetSettleRequest,
+  BudgetSettleResult,
+  BudgetState,
+  BudgetTopUpRequest,
+  BudgetTopUpResult,
+} from "./budget-types";
 import { errorName, log } from "../log/logger";
 import { migrate } from "./sql-migrations";
 import { ORG_MIGRATIONS, ORG_SQL } from "./org-quota-sql";
@@ -58,11 +70,13 @@ type MemberRow = { member: number; seq: number; bytes: number; objects: number; 
 
 export class OrgQuota extends DurableObject<Env> {
   readonly #sql: SqlStorage;
+  readonly #budgets: BudgetStore;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     migrate(ctx.storage, ORG_MIGRATIONS);
     this.#sql = ctx.storage.sql;
+    this.#budgets = new BudgetStore(ctx.storage);
   }
 
   /** Admits a tenant's reservation if the org's usage with it fits the org's hard quota. */
@@ -235,6 +249,39 @@ export class OrgQuota extends DurableObject<Env> {
   #ttlMs(): number {
     const stored = readMeta(this.#sql, "ttl_ms");
     return stored === null ? DEFAULT_RESERVATION_TTL_S * 1000 : Number(stored);
+  }
+
+  // Budgets (org): budget-store.ts.
+
+  /** Reserves a request's spends from the budgets here, all or nothing. */
+  budgetReserve(req: BudgetReserveRequest): BudgetReserveResult {
+    return this.#budgets.reserve(req);
+  }
+
+  /** Replaces a reservation by the actual units (refund or debt). */
+  budgetSettle(req: BudgetSettleRequest): BudgetSettleResult {
+    return this.#budgets.settle(req);
+  }
+
+  budgetPut(req: BudgetPutRequest): BudgetPutResult {
+    return this.#budgets.put(req);
+  }
+
+  budgetTopUp(req: BudgetTopUpRequest): BudgetTopUpResult {
+    return this.#budgets.topUp(req);
+  }
+
+  budgetList(owner: string | null, nowMs: number): BudgetState[] {
+    return this.#budgets.list(owner, nowMs);
+  }
+
+  budgetDelete(owner: string, category: string): boolean {
+    return this.#budgets.delete(owner, category);
+  }
+
+  /** Deletes the budgets of one owner, or all of them (null). */
+  budgetPurge(owner: string | null): number {
+    return this.#budgets.purge(owner);
   }
 }
 

@@ -17,6 +17,7 @@
 //
 // Object names are stored percent-decoded (object-name.ts): migration 2
 // rewrites names stored raw by the first version.
+import { BUDGET_MIGRATION_STATEMENTS } from "./budget-sql";
 import type { Migration } from "./sql-migrations";
 
 export const MIGRATIONS: readonly Migration[] = [
@@ -70,6 +71,11 @@ export const MIGRATIONS: readonly Migration[] = [
       `CREATE INDEX reservations_object_idx ON reservations (object, bytes)`,
     ],
     run: decodeStoredNames,
+  },
+  {
+    id: 3,
+    description: "budgets and their reservations",
+    statements: BUDGET_MIGRATION_STATEMENTS,
   },
 ];
 

@@ -24,6 +24,18 @@
 // Every change bumps `seq`; settle results carry a TenantReport for the org.
 
 import { DurableObject } from "cloudflare:workers";
+import { BudgetStore } from "./budget-store";
+import type {
+  BudgetPutRequest,
+  BudgetPutResult,
+  BudgetReserveRequest,
+  BudgetReserveResult,
+  BudgetSettleRequest,
+  BudgetSettleResult,
+  BudgetState,
+  BudgetTopUpRequest,
+  BudgetTopUpResult,
+} from "./budget-types";
 import { commitInput, type CommitInput, releaseInput, removeInput, reserveInput, type ReserveInput } from "./quota-input";
 import { firstExceeded, overSoft, uploadGrowth } from "./quota-rules";
 import { ensureAlarmBy } from "./quota-shared";
@@ -56,6 +68,7 @@ const COMMITTED: ReadonlySet<Outcome> = new Set(["committed", "late_committed", 
 
 export class TenantQuota extends DurableObject<Env> {
   readonly #store: TenantQuotaStore;
+  readonly #budgets: BudgetStore;
   #tenant: string | null | undefined;
 
   constructor(ctx: DurableObjectState, env: Env) {
@@ -64,6 +77,7 @@ export class TenantQuota extends DurableObject<Env> {
     // failure fails construction, and the edge answers 503 (fail closed).
     migrate(ctx.storage, MIGRATIONS);
     this.#store = new TenantQuotaStore(ctx.storage.sql);
+    this.#budgets = new BudgetStore(ctx.storage);
   }
 
   /** Reserves room for an upload, or says why not. See ReserveResult. */
@@ -315,6 +329,39 @@ export class TenantQuota extends DurableObject<Env> {
   #tenantSlug(): string | null {
     if (this.#tenant === undefined) this.#tenant = this.#store.meta("tenant");
     return this.#tenant;
+  }
+
+  // Budgets (tenant and key): budget-store.ts.
+
+  /** Reserves a request's spends from the budgets here, all or nothing. */
+  budgetReserve(req: BudgetReserveRequest): BudgetReserveResult {
+    return this.#budgets.reserve(req);
+  }
+
+  /** Replaces a reservation by the actual units (refund or debt). */
+  budgetSettle(req: BudgetSettleRequest): BudgetSettleResult {
+    return this.#budgets.settle(req);
+  }
+
+  budgetPut(req: BudgetPutRequest): BudgetPutResult {
+    return this.#budgets.put(req);
+  }
+
+  budgetTopUp(req: BudgetTopUpRequest): BudgetTopUpResult {
+    return this.#budgets.topUp(req);
+  }
+
+  budgetList(owner: string | null, nowMs: number): BudgetState[] {
+    return this.#budgets.list(owner, nowMs);
+  }
+
+  budgetDelete(owner: string, category: string): boolean {
+    return this.#budgets.delete(owner, category);
+  }
+
+  /** Deletes the budgets of one owner, or all of them (null). */
+  budgetPurge(owner: string | null): number {
+    return this.#budgets.purge(owner);
   }
 }
 

@@ -208,6 +208,12 @@ export class LeaseBook {
         const grant = reply.grants[i];
         if (grant === undefined) return;
         const slot = item.slot;
+        if (ask.askedAtMs < slot.grantedAtMs) {
+          // An older ask answered after a newer one (it outlived its flight's
+          // age guard): the newer lease stands, these units go back.
+          if (grant.units > 0) this.#returns.push({ subject: ask.group.subject, category: ask.group.category, limit: slot.limit, units: grant.units, grantedAtMs: ask.askedAtMs });
+          return;
+        }
         slot.serial++;
         slot.units = grant.units;
         slot.grantedAtMs = ask.askedAtMs;
@@ -220,7 +226,7 @@ export class LeaseBook {
       return;
     }
     const item = ask.items[reply.index];
-    if (item === undefined) return;
+    if (item === undefined || ask.askedAtMs < item.slot.grantedAtMs) return;
     const slot = item.slot;
     // The ledger's delay runs from the time it decided at (askedAtMs); held at
     // least holdMs from now, so isolates refused together do not all ask again at once.

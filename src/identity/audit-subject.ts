@@ -28,12 +28,12 @@ export async function deriveAuditSubjectKey(keyCheckKey: CryptoKey): Promise<Cry
 
 /** Caller keys whose text is public in the admin API, written as they are. */
 export function isReadableSubject(callerKey: string): boolean {
-  return callerKey.startsWith("key:") || callerKey.startsWith("tenant:");
+  return callerKey.startsWith("key:") || callerKey.startsWith("tenant:") || callerKey === "anonymous";
 }
 
 /**
- * The audit `subject` for a caller key or block target: `key:<id>` and
- * `tenant:<slug>` unchanged; anything else (`ip:`, `net:`, `jwt:`) as
+ * The audit `subject` for a caller key or block target: `key:<id>`,
+ * `tenant:<slug>` and `anonymous` unchanged; anything else (`ip:`, `net:`, `jwt:`) as
  * `hmac:<hex HMAC-SHA256(key, callerKey)>`. Pass the canonical spelling
  * (`ip:2001:db8:1:2::/64`, not a full IPv6 address), so one caller always
  * gets one subject.

@@ -72,6 +72,9 @@ const jwksUrlSchema = z
     return url.protocol === "http:" && (url.hostname === "127.0.0.1" || url.hostname === "localhost" || url.hostname === "[::1]");
   }, "must be an https URL (http only to 127.0.0.1, localhost or [::1]) without credentials");
 
+/** No C0 or C1 control character, nor DEL. */
+const NO_CONTROL_CHARACTERS = /^[^\u0000-\u001f\u007f-\u009f]*$/;
+
 const algorithmsSchema = z
   .array(z.enum(JWT_ALGORITHMS, ALGORITHM_MESSAGE))
   .min(1, "must hold at least one algorithm")
@@ -80,7 +83,8 @@ const algorithmsSchema = z
 
 export const jwtIssuerSchema = z
   .strictObject({
-    issuer: z.string().min(1, "must not be empty").max(2048, "is too long"),
+    // Matched exactly against `iss`, and it names the caller digest (iss + "\n" + sub): a control character (a newline above all) has no place in it.
+    issuer: z.string().min(1, "must not be empty").max(2048, "is too long").regex(NO_CONTROL_CHARACTERS, "must not contain control characters"),
     jwks_url: jwksUrlSchema.optional(),
     keys: z.array(jwkSchema).min(1, "must hold at least one key").max(MAX_JWT_STATIC_KEYS, `at most ${MAX_JWT_STATIC_KEYS} keys`).optional(),
     audiences: z

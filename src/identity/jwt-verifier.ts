@@ -6,6 +6,10 @@
 // not past, `nbf` not future (both with the issuer's skew), `aud` when
 // configured; `sub` must be a non-empty string.
 //
+// A token refused as expired is remembered (by its SHA-256, bounded) with the
+// key set that checked it, so a client repeating it costs a hash rather than
+// a signature check until that set changes.
+//
 // No claim value leaves this module except inside the caller digest and, for
 // the tenant claim, a value that passed the tenant slug rule. Refusals carry
 // only their code.
@@ -20,6 +24,8 @@ import { looksLikeJwt } from "./jwt-token";
 export const JWT_TENANT_SLUG = /^[a-z0-9][a-z0-9._-]{0,63}$/;
 /** A token without `kid` may match several keys of a set: at most this many signature checks are tried. */
 export const MAX_KEY_CANDIDATES = 4;
+/** Expired tokens whose refusal is kept (by SHA-256, 64 characters each): about 1 MB at most. */
+export const MAX_EXPIRED_REFUSALS = 4096;
 
 export interface JwtCaller {
   readonly ok: true;
@@ -80,6 +86,13 @@ export class JwtVerifier {
   readonly #claims: JwtClaimsCache<JwtCaller>;
   readonly #reverifyAfterMs: number;
   readonly #onSignatureCheck: (() => void) | undefined;
+  /**
+   * Tokens refused as expired, by hex SHA-256 of the token, with the key set
+   * that checked their signature: a client that keeps sending an expired
+   * token costs a hash, not a signature check, until that key set changes.
+   * Bounded (MAX_EXPIRED_REFUSALS, oldest out first).
+   */
+  readonly #expired = new Map<string, JwksSnapshot>();
 
   constructor(config: JwtConfig, options: JwtVerifierOptions) {
     for (const entry of config.issuers) {
@@ -147,20 +160,51 @@ export class JwtVerifier {
     if (issuer === undefined) return INVALID;
     if (typeof header.alg !== "string" || !issuer.algorithms.includes(header.alg)) return INVALID;
 
+    // A token that is expired if its signature holds: refused before, with the key set in force now, it is refused again unchecked.
+    let digest: string | null = null;
+    if (typeof unverified.exp === "number" && nowMs >= 1000 * Math.ceil(unverified.exp + issuer.clockSkewS)) {
+      digest = await sha256Hex(token);
+      const checkedWith = this.#expired.get(digest);
+      if (checkedWith !== undefined) {
+        const current = issuer.staticKeys ?? (await this.#jwks.current(issuer.jwksUrl as string, nowMs, keepAlive));
+        if (current === checkedWith) return EXPIRED_OUTCOME;
+        this.#expired.delete(digest);
+      }
+    }
+    const verified = await this.#verifyWithKeys(token, issuer, header, nowMs, keepAlive);
+    if (digest !== null && verified.outcome === EXPIRED_OUTCOME && verified.keys !== null) this.#rememberExpired(digest, verified.keys);
+    return verified.outcome;
+  }
+
+  /** The outcome, and the key set that decided it (null when none did). */
+  async #verifyWithKeys(token: string, issuer: CompiledIssuer, header: ProtectedHeaderParameters, nowMs: number, keepAlive: KeepAlive | undefined): Promise<{ outcome: JwtOutcome; keys: JwksSnapshot | null }> {
     if (issuer.staticKeys !== null) {
       const outcome = await this.#check(token, issuer, issuer.staticKeys, header, nowMs);
-      return outcome === NO_KEY ? INVALID : outcome;
+      return { outcome: outcome === NO_KEY ? INVALID : outcome, keys: issuer.staticKeys };
     }
     const url = issuer.jwksUrl as string;
     const keys = await this.#jwks.current(url, nowMs, keepAlive);
-    if (keys === null) return UNAVAILABLE;
+    if (keys === null) return { outcome: UNAVAILABLE, keys: null };
     const outcome = await this.#check(token, issuer, keys, header, nowMs);
-    if (outcome !== NO_KEY) return outcome;
+    if (outcome !== NO_KEY) return { outcome, keys };
     // An unknown kid: the issuer may have published a new key since (rotation).
     const newer = await this.#jwks.refreshForUnknownKid(url, keys, nowMs, keepAlive);
-    if (newer === null) return INVALID;
+    if (newer === null) return { outcome: INVALID, keys: null };
     const retried = await this.#check(token, issuer, newer, header, nowMs);
-    return retried === NO_KEY ? INVALID : retried;
+    return { outcome: retried === NO_KEY ? INVALID : retried, keys: newer };
+  }
+
+  #rememberExpired(digest: string, keys: JwksSnapshot): void {
+    if (this.#expired.size >= MAX_EXPIRED_REFUSALS) {
+      const oldest = this.#expired.keys().next();
+      if (oldest.done !== true) this.#expired.delete(oldest.value);
+    }
+    this.#expired.set(digest, keys);
+  }
+
+  /** Expired tokens whose refusal is held. */
+  get expiredRefusals(): number {
+    return this.#expired.size;
   }
 
   async #check(token: string, issuer: CompiledIssuer, keys: JwksSnapshot, header: ProtectedHeaderParameters, nowMs: number): Promise<JwtOutcome | typeof NO_KEY> {

@@ -99,6 +99,7 @@ export function authenticate(options: AuthenticateOptions): Check {
             tenant: record.tenant,
             override: s.overrideFor(callerKey, nowMs),
             keyLimits: record.keyLimits,
+            keyBudgets: record.keyBudgets,
           };
           x.caller = caller;
           return null;

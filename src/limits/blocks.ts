@@ -16,6 +16,14 @@ export function blockedResponse(): Response {
   return BLOCKED();
 }
 
+/** Seconds a client should wait when the caller policy could not be loaded. */
+const POLICY_UNAVAILABLE_RETRY_AFTER_S = 1;
+
+const POLICY_UNAVAILABLE = fixedProblem("policy_unavailable", {
+  detail: "The gateway could not load its caller policy, so it cannot tell whether this caller is blocked.",
+  headers: { "retry-after": String(POLICY_UNAVAILABLE_RETRY_AFTER_S) },
+});
+
 export interface CountryBlockOptions {
   readonly countries: ReadonlySet<string>;
 }
@@ -44,6 +52,8 @@ export function policyOf(x: Exchange, policy: PolicyCache, nowMs: number): Polic
 }
 
 function blockedBy(x: Exchange, snapshot: PolicySnapshot): CheckResult {
+  // An isolate that has never loaded the policy, under policy_on_error "closed": no block can be ruled out.
+  if (!snapshot.available) return x.refuse("policy_unavailable", POLICY_UNAVAILABLE());
   if (!snapshot.hasBlocks) return null;
   const nowMs = x.startedAtMs;
   let blocked = snapshot.blockOf(`ip:${x.clientKey}`, nowMs) ?? (x.clientIp === null ? null : snapshot.netBlockOf(x.clientIp, nowMs));
@@ -62,7 +72,8 @@ function blockedBy(x: Exchange, snapshot: PolicySnapshot): CheckResult {
  * Operator blocks of an address (`ip:`), a network (`net:`) or a managed key
  * (`key:`), right after the client address and before any lookup or charge.
  * Blocks of a tenant or a JWT caller are applied by the authenticate step,
- * once the caller is known.
+ * once the caller is known. With no policy loaded yet and `policy_on_error`
+ * "closed", every request is refused 503 policy_unavailable here.
  * Needs the policy cache (blocks by caller and network); returns a Check.
  * @example const blocks = blockCallers({ policy: runtime.policy });
  */

@@ -10,6 +10,11 @@
 // cancels a request's I/O when its client goes away, after which the call
 // would never settle and its joiners would hang: so it goes to keepAlive (the
 // request's waitUntil), as src/cache/read-through-cache.ts does with loads.
+// A call older than MAX_FLIGHT_MS is presumed dead all the same (the runtime
+// gives background work 30 s after a response): the next request that finds
+// its leases short sends a new ask rather than joining one that may never
+// settle.
+import { MAX_FLIGHT_MS } from "../cache/read-through-cache";
 import type { Limit } from "../engine/limit";
 import { LeaseBook } from "../engine/lease-book";
 import type { Ask, AskReply, LeaseGroup, LeaseSlot, Short } from "../engine/lease-types";
@@ -38,7 +43,7 @@ function holdMs(slot: LeaseSlot): number {
 export class GlobalLeases {
   readonly book: LeaseBook;
   readonly onError: "local" | "deny";
-  readonly #flights = new Map<LeaseGroup, Promise<void>>();
+  readonly #flights = new Map<LeaseGroup, { readonly done: Promise<void>; readonly startedAtMs: number }>();
   readonly #now: () => number;
 
   constructor(options: GlobalLeaseOptions, now: () => number) {
@@ -58,10 +63,11 @@ export class GlobalLeases {
    * (`global.min_lease_ms`).
    */
   flight(ns: LedgerNamespace, ctx: Background | null, group: LeaseGroup, shorts: readonly Short[]): Promise<void> {
+    const nowMs = this.#now();
     const running = this.#flights.get(group);
-    if (running !== undefined) return running;
-    const ask = this.book.askFor(group, shorts, this.#now());
-    const done = askLedger(ns, ask)
+    if (running !== undefined && nowMs - running.startedAtMs < MAX_FLIGHT_MS) return running.done;
+    const ask = this.book.askFor(group, shorts, nowMs);
+    const done: Promise<void> = askLedger(ns, ask)
       .then(
         (reply) => this.#answered(ask, reply),
         (err: unknown) => {
@@ -70,9 +76,9 @@ export class GlobalLeases {
         },
       )
       .finally(() => {
-        if (this.#flights.get(group) === done) this.#flights.delete(group);
+        if (this.#flights.get(group)?.done === done) this.#flights.delete(group);
       });
-    this.#flights.set(group, done);
+    this.#flights.set(group, { done, startedAtMs: nowMs });
     keepAlive(ctx, done);
     return done;
   }

@@ -88,16 +88,16 @@ export interface RateLimitOptions {
   };
 }
 
-/** Waits for the ledger's answer to every short group (one flight each, shared), the request's needs counted in the asks. */
+/** Counts (sign 1) or uncounts (-1) a waiting request's needs in its slots, so the next ask wants them too. */
+function countWaiting(shorts: ReadonlyMap<LeaseGroup, Short[]>, sign: 1 | -1): void {
+  for (const list of shorts.values()) for (const s of list) s.slot.waitingUnits += sign * s.need;
+}
+
+/** Waits for the ledger's answer to every short group (one flight each, shared). */
 async function waitForLedger(leases: GlobalLeases, x: Exchange, shorts: ReadonlyMap<LeaseGroup, Short[]>): Promise<void> {
-  for (const list of shorts.values()) for (const s of list) s.slot.waitingUnits += s.need;
-  try {
-    const flights: Promise<void>[] = [];
-    for (const [group, list] of shorts) flights.push(leases.flight(x.env.LIMIT_LEDGER, x.ctx, group, list));
-    await Promise.all(flights);
-  } finally {
-    for (const list of shorts.values()) for (const s of list) s.slot.waitingUnits -= s.need;
-  }
+  const flights: Promise<void>[] = [];
+  for (const [group, list] of shorts) flights.push(leases.flight(x.env.LIMIT_LEDGER, x.ctx, group, list));
+  await Promise.all(flights);
 }
 
 /**
@@ -122,6 +122,8 @@ export function rateLimit(options: RateLimitOptions): Check {
       // The reserve's charges are the last ones: kept to settle against the same limits once the origin has answered.
       x.priced = { charge: responseCharge, reserved: charges.slice(reserveFrom), tightest: decision.tightest, charges, reserveFrom };
     }
+    // Kept so that a later refusal of the same spend (a budget) can give it back: all or nothing.
+    if (decision.allowed) x.charged = charges;
     const pending = x.statusCharge;
     if (pending !== null) {
       // The deferred charges are listed among the request's policies; the tightest is the admission's until they are taken.
@@ -218,14 +220,25 @@ export function rateLimit(options: RateLimitOptions): Check {
 
   async function slowGlobal(x: Exchange, plan: GlobalPlan, first: ReadonlyMap<LeaseGroup, Short[]>, reserveFrom: number, responseCharge: ResponseCharge | null): Promise<CheckResult> {
     let shorts = first;
-    for (let round = 0; round < MAX_ASK_ROUNDS; round++) {
-      await waitForLedger(leases, x, shorts);
-      const nowMs = Math.floor(now());
-      const outcome = decideGlobal(table, leases, plan, nowMs);
-      if (outcome.kind !== "short") return concludeGlobal(x, outcome, plan, reserveFrom, responseCharge, nowMs);
-      shorts = outcome.shorts;
+    // A request's needs stay counted from its first ask until it is decided:
+    // when an answer lands, every waiter resumes before any decides, so needs
+    // counted per ask would all be gone when the next ask is sized, and
+    // concurrent waiters would be served one unit per round.
+    countWaiting(shorts, 1);
+    try {
+      for (let round = 0; round < MAX_ASK_ROUNDS; round++) {
+        await waitForLedger(leases, x, shorts);
+        const nowMs = Math.floor(now());
+        const outcome = decideGlobal(table, leases, plan, nowMs);
+        if (outcome.kind !== "short") return concludeGlobal(x, outcome, plan, reserveFrom, responseCharge, nowMs);
+        countWaiting(shorts, -1);
+        shorts = outcome.shorts;
+        countWaiting(shorts, 1);
+      }
+      return conclude(x, contended(plan, shorts), plan.charges, reserveFrom, responseCharge, Math.floor(now()));
+    } finally {
+      countWaiting(shorts, -1);
     }
-    return conclude(x, contended(plan, shorts), plan.charges, reserveFrom, responseCharge, Math.floor(now()));
   }
 
   return function rateLimitStep(x) {

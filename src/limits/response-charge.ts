@@ -7,6 +7,7 @@
 // on their ledger, in the background (the headers then describe the isolate
 // limits' settlement only).
 import type { Exchange } from "../exchange";
+import { settleBudgetCost } from "./budget";
 import type { Decision } from "../engine/gcra";
 import { type HeaderList, rateLimitHeaders } from "../engine/rate-limit-headers";
 import { chargeDebt, refund, type SettleCharge, type SettledFigures } from "../proxy/response-cost-gcra";
@@ -22,6 +23,7 @@ export function settleResponseCharge(x: Exchange, result: CostResult, nowMs: num
   const priced = x.priced;
   if (priced === null) return null;
   const { charge, reserved } = priced;
+  settleBudgetCost(x, charge.category, charge.reserve, result);
   const tenant = x.tenant;
   if (tenant !== null) x.runtime.meter.add(tenant.slug, `units:${charge.category}`, meteredUnits(charge.reserve, result), nowMs, usageMaxPending);
   const settlement = settlementFor(charge.reserve, result);

@@ -247,7 +247,7 @@ export function flushUsage(x: Exchange, nowMs: number, intervalMs: number, statu
   writeAnalytics(x, status, bytesOut, nowMs);
   raiseRequestAlerts(x, nowMs);
   const trafficDue = traffic.flushDue(nowMs, intervalMs);
-  const idle = meter.hasPending && x.runtime.inFlight.total <= 1;
+  const idle = x.config.usageFlushWhenIdle && meter.hasPending && x.runtime.inFlight.total <= 1;
   if (!idle && !keyUsage.flushDue(nowMs) && !meter.flushDue(nowMs, intervalMs) && !trafficDue) return;
   const db = () => database(x.env.DB);
   const later = (work: Promise<unknown>) => keepAlive(x.ctx, work);

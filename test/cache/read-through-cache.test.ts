@@ -150,14 +150,15 @@ describe("joining another request's load", () => {
       loads++;
       return new Promise<string>((resolve) => (finish = resolve));
     };
-    // 200 requests arrive while one slow load runs (a D1 answering in 800 ms, past the
-    // 500 ms the cache once waited before loading again): they all join it.
-    const waiting = Array.from({ length: 200 }, (_, i) => cache.get("k", i, slow));
-    setTimeout(() => finish("loaded"), 800);
+    // 200 requests arrive over 800 ms of the cache's clock while one slow load runs (past
+    // the 500 ms the cache once waited before loading again): they all join it.
+    const waiting = Array.from({ length: 200 }, (_, i) => cache.get("k", i * 4, slow));
+    await Promise.resolve();
+    finish("loaded");
     expect(new Set(await Promise.all(waiting))).toEqual(new Set(["loaded"]));
     expect(loads).toBe(1);
     // Stored: later requests neither wait nor load.
-    expect(await cache.get("k", 300, slow)).toBe("loaded");
+    expect(await cache.get("k", 900, slow)).toBe("loaded");
     expect(loads).toBe(1);
   });
 
@@ -199,12 +200,14 @@ describe("joining another request's load", () => {
   it("shares a load that settles in time: one load for concurrent misses", async () => {
     const cache = new ReadThroughCache<string, string | null>({ maxEntries: 10, maxNegativeEntries: 10, ttlMs: 60_000, staleIfErrorMs: 0 });
     let loads = 0;
-    const load = async () => {
+    let finish!: (v: string) => void;
+    const load = () => {
       loads++;
-      await new Promise((r) => setTimeout(r, 20));
-      return "v";
+      return new Promise<string>((resolve) => (finish = resolve));
     };
-    const values = await Promise.all([cache.get("s", 0, load), cache.get("s", 0, load), cache.get("s", 0, load)]);
+    const pending = Promise.all([cache.get("s", 0, load), cache.get("s", 0, load), cache.get("s", 0, load)]);
+    finish("v");
+    const values = await pending;
     expect(values).toEqual(["v", "v", "v"]);
     expect(loads).toBe(1);
   });

@@ -26,6 +26,7 @@ describe("config", () => {
       expect(c.maxRequestBytes).toBe(0);
       expect(c.cacheTtlMs).toBe(DEFAULT_CACHE_TTL_S * 1000);
       expect(c.staleIfErrorMs).toBe(300_000);
+      expect(c.policyOnError).toBe("closed");
       expect(c.inFlight).toEqual({ perCredential: DEFAULT_IN_FLIGHT_PER_CREDENTIAL, budget: DEFAULT_IN_FLIGHT_BUDGET, credentialShare: 0.25, tenantShare: 0.5 });
       expect(c.limiterMaxMemoryMib).toBe(16);
       expect(c.usageFlushIntervalMs).toBe(60_000);
@@ -116,6 +117,7 @@ describe("config", () => {
     [{ global: { min_lease_ms: 2.5 } }, "global.min_lease_ms"],
     [{ global: { min_lease_ms: 120_000 } }, "global.min_lease_ms"],
     [{ global: { on_error: "ignore" } }, "global.on_error"],
+    [{ policy_on_error: "fail" }, "policy_on_error"],
     [{ global: { max_oveshoot: 0.1 } }, "global.max_oveshoot"],
     [{ unknown_field: true }, ""],
   ])("refuses %j naming %s", (raw, field) => {

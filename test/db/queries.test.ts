@@ -35,6 +35,9 @@ describe("keys", () => {
       quota: '{"bytes":{"hard":100}}',
       org: null,
       orgQuota: null,
+      keyBudgets: null,
+      tenantBudgets: null,
+      orgBudgets: null,
     });
     expect(await findKeyByDigest(db, unique("no-such-digest"))).toBeNull();
   });

@@ -1,4 +1,4 @@
-// objectNameError / parseObjectName (DESIGN §5, issue 10 item 12): a name the
+// objectNameError / parseObjectName (issue 10 item 12): a name the
 // store cannot hold is a client error, with a reason that never echoes it.
 import { describe, expect, it } from "vitest";
 import { MAX_OBJECT_NAME_BYTES, objectNameError, parseObjectName, storableObjectName } from "../../src/durable/object-name";

@@ -1,4 +1,4 @@
-// Org quotas (issue 17, DESIGN §16) through quota-client, as the edge calls
+// Org quotas (issue 17, docs/design.md) through quota-client, as the edge calls
 // them: an upload must fit both the tenant's and the org's hard quotas, a
 // refusal by the org names it, soft warnings gain an `org:` part, and the
 // org's figures follow its members through joins, leaves, reports in any

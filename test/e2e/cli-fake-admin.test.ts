@@ -1,7 +1,7 @@
 // What the CLI sends, and its handling of answers the real gateway is hard
 // to make give (several pages, repeated cursors, HTML errors, unknown
 // shapes, a 204): run against a fake admin API that records each request and
-// answers the shapes of DESIGN §8, §15 and §16. Every command also runs
+// answers the shapes docs/design.md documents. Every command also runs
 // against the real Worker: cli-gateway.test.ts, cli-operations.test.ts,
 // cli-reconcile.test.ts.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";

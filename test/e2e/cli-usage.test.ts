@@ -51,8 +51,8 @@ async function commandPaths(): Promise<string[][]> {
 describe("tollgate --help", () => {
   it("answers every command's --help with its usage on stdout and exit 0", async () => {
     const paths = await commandPaths();
-    // tollgate: issue 17's list plus `overrides get` and `reset` (issue 16's reset), issue 30's `tenants set`, `blocks get` and `audit`, and issue 26's `traffic`, `top-refused`, `alerts`.
-    expect(paths).toHaveLength(35);
+    // tollgate: issue 17's list plus `overrides get` and `reset` (issue 16's reset), issue 30's `tenants set`, `blocks get` and `audit`, and issue 26's `traffic`, `top-refused`, `alerts`, and issue 25's `budgets get|put|topup`.
+    expect(paths).toHaveLength(39);
     expect(paths.map((p) => p.join(" "))).toEqual(
       expect.arrayContaining([
         "tenants ls", "tenants get", "tenants put", "tenants set", "tenants rm",
@@ -62,6 +62,7 @@ describe("tollgate --help", () => {
         "orgs ls", "orgs get", "orgs put", "orgs rm",
         "explain", "reset", "usage export", "usage reconcile", "audit",
         "traffic", "top-refused", "alerts",
+        "budgets get", "budgets put", "budgets topup",
       ]),
     );
     for (const path of paths) {

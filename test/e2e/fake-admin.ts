@@ -1,7 +1,7 @@
 // A tiny stand-in for the admin API, for the CLI commands whose endpoints are
 // not on this branch yet: a real node:http server on 127.0.0.1 that records
 // every request and answers with what the test's route function returns
-// (the shapes DESIGN §8, §15 and §16 document).
+// (the shapes docs/design.md documents).
 import { createServer, type IncomingHttpHeaders } from "node:http";
 
 export const ADMIN_PREFIX = "/_tollgate/admin/v1";

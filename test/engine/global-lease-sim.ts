@@ -1,4 +1,4 @@
-// A discrete-event simulation of one caller's global limits (DESIGN §11):
+// A discrete-event simulation of one caller's global limits:
 // many isolates, each with the real LeaseBook, over one simulated ledger that
 // decides with the real answerAsk / giveBack (the moves LimitLedger makes in
 // its transaction), with random demand and random one-way latencies (some

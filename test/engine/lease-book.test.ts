@@ -137,3 +137,24 @@ describe("LeaseBook", () => {
     expect(sized).toBeLessThanOrEqual(100);
   });
 });
+
+describe("an answer that lands after a newer one", () => {
+  it("keeps the newer lease and queues the older grant's units to go back", () => {
+    const b = book();
+    const refs = refsOf(b, "key:late", [[PER_MINUTE, 1]], T0);
+    const taken = b.take(refs, T0);
+    if (taken.kind !== "short") throw new Error("expected short");
+    const [group, shorts] = firstShort(taken.shorts);
+    // An ask whose flight outlived its age guard, and a newer one sent meanwhile.
+    const old = b.askFor(group, shorts, T0);
+    const newer = b.askFor(group, shorts, T0 + 30_000);
+    b.answered(newer, { status: "granted", grants: [{ units: 2, remaining: 100, resetMs: 1000 }] }, T0 + 30_001, () => 10);
+    b.answered(old, { status: "granted", grants: [{ units: 5, remaining: 100, resetMs: 1000 }] }, T0 + 30_002, () => 10);
+    expect(b.takeReturns()).toEqual([{ subject: "key:late", category: "request", limit: PER_MINUTE, units: 5, grantedAtMs: T0 }]);
+    // The newer lease's two units are spendable; a late refusal does not undo them either.
+    b.answered(old, { status: "denied", index: 0, retryAfterMs: 60_000, remaining: 0, resetMs: 60_000 }, T0 + 30_003, () => 10);
+    expect(b.take(refs, T0 + 30_004).kind).toBe("taken");
+    expect(b.take(refs, T0 + 30_005).kind).toBe("taken");
+    expect(b.take(refs, T0 + 30_006).kind).toBe("short");
+  });
+});

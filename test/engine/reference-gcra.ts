@@ -1,4 +1,4 @@
-// A plain reference model of DESIGN §4 for the property test: a Map keyed by
+// A plain reference model of docs/design.md for the property test: a Map keyed by
 // the real key string, TATs as BigInt in units of 1/count ms (so T = windowMs
 // units exactly), no table, no hashing. Slow and obviously right.
 //

@@ -53,7 +53,7 @@ describe("resolveLimits", () => {
     expect(resolveLimits("toString", "ip", {})).toEqual([]);
   });
 
-  it("carries the built-in defaults of DESIGN §4", () => {
+  it("carries the built-in defaults of docs/design.md", () => {
     const shape = (kind: string, category: string) =>
       BUILT_IN_LIMITS[category]![kind as SubjectKind]!.map((l) => ({ count: l.count, windowS: l.windowS, burst: l.burst }));
     expect(shape("key", "request")).toEqual([{ count: 1000, windowS: 1, burst: 2000 }]);

@@ -31,7 +31,7 @@ describe("compileRoutes", () => {
     ["GET", "/", { index: 5, charges: [], quota: null, params: {} }],
     ["POST", "/objects/cat.jpg", { index: 6, charges: [["write", 2]], quota: null, params: { "*": "objects/cat.jpg" } }],
     ["POST", "/", { index: 5, charges: [], quota: null, params: {} }],
-    // Spelling cannot dodge a route (DESIGN §3 step 0): a trailing slash and ASCII case are ignored.
+    // Spelling cannot dodge a route: a trailing slash and ASCII case are ignored.
     ["GET", "/search/", { index: 2, charges: [["search", 5], ["request", 1]], quota: null, params: {} }],
     ["GET", "/SEARCH", { index: 2, charges: [["search", 5], ["request", 1]], quota: null, params: {} }],
     ["PUT", "/OBJECTS/Cat.jpg/", { index: 0, charges: [["upload", 1]], quota: "store", params: { object: "Cat.jpg" } }],

@@ -184,7 +184,7 @@ describe("resolveClientAddress", () => {
   });
 });
 
-/** The rule of DESIGN §3 step 1 spelled the obvious way, to compare against. */
+/** The rule of docs/design.md step 1 spelled the obvious way, to compare against. */
 function referenceResolve(peer: string, lines: readonly string[], trusted: CidrSet): string {
   const p = parseIp(peer);
   if (p === null) return "unknown";

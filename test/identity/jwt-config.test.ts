@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { TENANT_SLUG } from "../../src/admin/schemas";
+import { parseConfig } from "../../src/config";
 import {
   DEFAULT_JWKS_CACHE_S,
   DEFAULT_JWT_ALGORITHMS,
@@ -83,6 +84,15 @@ describe("jwt config", () => {
     expect(issue({ issuers: [one, one] })?.path).toBe("issuers.1.issuer");
     expect(issue({ issuers: [] })?.path).toBe("issuers");
     expect(issue({ issuers: [{ ...one, audiences: [] }] })?.path).toBe("issuers.0.audiences");
+  });
+
+  it("refuses an issuer holding a control character, naming the field through the whole config", () => {
+    for (const bad of [`${ISS}\n`, "https://a.example/\u0000", "https://a\u0007.example/", "https://a.example/\u007f", "https://a.example/\u0085"]) {
+      expect(issue({ issuers: [{ issuer: bad, keys: [RSA_JWK] }] })).toEqual({ path: "issuers.0.issuer", message: "must not contain control characters" });
+    }
+    expect(issue({ issuers: [{ issuer: "https://auth.example.com/tenant é", keys: [RSA_JWK] }] })).toBeNull();
+    const parsed = parseConfig({ jwt: { issuers: [{ issuer: "https://a.example/\r\nx", keys: [RSA_JWK] }] } });
+    expect(parsed).toEqual({ ok: false, field: "jwt.issuers.0.issuer", message: "must not contain control characters" });
   });
 
   it("uses the admin API's tenant slug rule", () => {

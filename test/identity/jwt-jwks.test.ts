@@ -2,7 +2,7 @@
 // publishes): first use, caching, the unknown-kid refetch bound, rotation,
 // outages, and one fetch in flight per URL. Time is explicit (nowMs).
 import { beforeAll, describe, expect, it } from "vitest";
-import { JWKS_ERROR_RETRY_MS, JWKS_REFETCH_MIN_MS, type JwksFailure, type JwksFetch } from "../../src/cache/jwks-cache";
+import { defaultJwksFetch, JWKS_ERROR_RETRY_MS, JWKS_REFETCH_MIN_MS, type JwksFailure, type JwksFetch } from "../../src/cache/jwks-cache";
 import { compileJwtConfig, type JwtOutcome, type JwtVerifier, type JwtVerifierOptions } from "../../src/identity/jwt-verifier";
 import { countingFetch, jwksAddress, jwtConfig, newKey, publishJwks, setJwksStatus, signToken, T0_MS, type TestKey } from "./jwt-helpers";
 
@@ -11,6 +11,7 @@ const TTL_S = 600;
 const STALE_S = 300;
 const INVALID: JwtOutcome = { ok: false, code: "invalid_credential" };
 const UNAVAILABLE: JwtOutcome = { ok: false, code: "auth_unavailable" };
+const EXPIRED: JwtOutcome = { ok: false, code: "credential_expired" };
 
 let k1: TestKey;
 let k2: TestKey;
@@ -53,6 +54,43 @@ describe("JWKS", () => {
     expect(counter.calls()).toBe(1);
     expect((await verifier.verify(await token(k1), T0_MS + TTL_S * 1000)).ok).toBe(true);
     expect(counter.calls()).toBe(2);
+  });
+
+  it("does not follow a redirect from the JWKS URL: the fetch fails, and a token is 503 until the URL itself serves a set", async () => {
+    const { name, url } = jwksAddress();
+    await publishJwks(name, [k1.jwk]);
+    const redirecting = url.replace("/__origin/jwks/", "/__origin/jwks-redirect/");
+    const failures: JwksFailure[] = [];
+    const verifier = jwksVerifier(redirecting, defaultJwksFetch, { onJwksFailure: (_url, reason) => failures.push(reason) });
+    expect(await verifier.verify(await token(k1), T0_MS)).toEqual(UNAVAILABLE);
+    expect(failures).toEqual(["redirect"]);
+    // The same set, fetched from its own URL with the same fetch, verifies.
+    expect((await jwksVerifier(url, defaultJwksFetch).verify(await token(k1), T0_MS)).ok).toBe(true);
+  });
+
+  it("refuses an expired token again without a signature check until the key set changes", async () => {
+    const { name, url } = jwksAddress();
+    await publishJwks(name, [k1.jwk]);
+    let checks = 0;
+    const verifier = jwksVerifier(url, countingFetch().fetch, { onSignatureCheck: () => void (checks += 1) });
+    const expired = await signToken(k1, { iss: ISS, sub: "late", expInS: -3600 });
+    for (let i = 0; i < 5; i++) expect(await verifier.verify(expired, T0_MS + i)).toEqual(EXPIRED);
+    expect(checks).toBe(1);
+    expect(verifier.expiredRefusals).toBe(1);
+    // Another expired token is its own entry, checked once.
+    const other = await signToken(k1, { iss: ISS, sub: "later", expInS: -60 });
+    expect(await verifier.verify(other, T0_MS + 10)).toEqual(EXPIRED);
+    expect(await verifier.verify(other, T0_MS + 11)).toEqual(EXPIRED);
+    expect(checks).toBe(2);
+
+    // A new set (fetched again after jwks_cache_s) is a change: checked once more, then held again.
+    await publishJwks(name, [k1.jwk, k2.jwk]);
+    expect(await verifier.verify(expired, T0_MS + TTL_S * 1000)).toEqual(EXPIRED);
+    expect(await verifier.verify(expired, T0_MS + TTL_S * 1000 + 1)).toEqual(EXPIRED);
+    expect(checks).toBe(3);
+    // Once the key is withdrawn, the token is no longer "expired" but unknown.
+    await publishJwks(name, [k2.jwk]);
+    expect(await verifier.verify(expired, T0_MS + 2 * TTL_S * 1000)).toEqual(INVALID);
   });
 
   it("shares one fetch among concurrent first verifications", async () => {

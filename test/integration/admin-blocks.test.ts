@@ -1,4 +1,4 @@
-// Blocks through the admin API (DESIGN §15): every target kind, canonical
+// Blocks through the admin API: every target kind, canonical
 // spellings, validation naming `target`, expiry and `active`, paging,
 // delete, audit subjects, and the auditor token. The gateway's enforcement is
 // not here (it reads blocks through its snapshot: see loadActiveBlocks in

@@ -1,4 +1,4 @@
-// Orgs (DESIGN §16) and the tenant listing: create, replace, read with usage
+// Orgs and the tenant listing: create, replace, read with usage
 // summed over the tenants, list, delete refused while tenants name the org,
 // tenants joining and leaving, validation, audit, the auditor token.
 import { env } from "cloudflare:workers";

@@ -1,4 +1,4 @@
-// DELETE /tenants/{t} empties the tenant's quota object (DESIGN §5, issue 10
+// DELETE /tenants/{t} empties the tenant's quota object (issue 10
 // item 4) BEFORE it deletes the D1 rows: when the object cannot be emptied
 // the delete fails with 503 quota_unavailable and leaves the tenant whole, so
 // the same call can be retried. The quota objects here are stand-ins that

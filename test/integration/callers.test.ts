@@ -1,10 +1,10 @@
-// Caller operations (DESIGN §15, issue 16) through the Worker: explain shows
+// Caller operations (issue 16) through the Worker: explain shows
 // every limit that applies with its source and this isolate's standing,
 // reset forgets it, time-boxed overrides stop at their expiry, and blocks
 // refuse before any lookup or charge.
 import { describe, expect, it } from "vitest";
 import { callGateway, clockedGateway, gatewayRequest, problemOf, unique, uniqueIp } from "../helpers";
-import { ADMIN_BASE, AUDITOR_TOKEN, adminCall, createTenant, jsonOf, mintKey, testConfig } from "./admin-helpers";
+import { ADMIN_BASE, AUDITOR_TOKEN, adminCall, countingDb, createTenant, jsonOf, mintKey, testConfig } from "./admin-helpers";
 
 const per60 = (count: number) => [{ count, window_s: 60 }];
 const CONFIG = testConfig({
@@ -108,6 +108,65 @@ describe("explain", () => {
   });
 });
 
+describe("reset scope", () => {
+  interface AuditEvent {
+    kind: string;
+    subject: string;
+    detail: { subjects?: string[]; limits?: number };
+  }
+  async function lastReset(config: Record<string, unknown>): Promise<AuditEvent> {
+    const { events } = await jsonOf<{ events: AuditEvent[] }>(await adminCall("GET", "/audit?kind=caller_state_reset&limit=1", config), 200);
+    return events[0]!;
+  }
+
+  it("forgets an address's own state but not the anonymous aggregate, which resets only when named", async () => {
+    const limited = { ...CONFIG, categories: { ...(CONFIG.categories as object), request: { limits: { ip: per60(2), anonymous: per60(3) } } } };
+    const call = (ip: string) => callGateway(gatewayRequest("/x", { ip }), { TOLLGATE: limited });
+    const [a, b] = [uniqueIp(), uniqueIp()];
+    expect((await call(a)).status).toBe(200);
+    expect((await call(a)).status).toBe(200);
+    expect((await call(b)).status).toBe(200);
+    // The aggregate (3 per minute for all anonymous addresses) is spent.
+    expect((await call(uniqueIp())).status).toBe(429);
+
+    const reset = await jsonOf<Record<string, unknown>>(await adminCall("DELETE", `/callers/ip:${a}/state`, limited), 200);
+    expect(reset).toMatchObject({ caller: `ip:${a}`, reset: true, states_held: 1 });
+    const audited = await lastReset(limited);
+    expect(audited.detail.subjects).toEqual([audited.subject]);
+    expect(audited.subject).toMatch(/^hmac:/);
+    // Still spent for everyone, A included.
+    expect((await call(uniqueIp())).status).toBe(429);
+    expect((await call(a)).status).toBe(429);
+    const aggregate = await jsonOf<Explained>(await adminCall("GET", "/callers/anonymous", limited), 200);
+    expect(entry(aggregate, "request", "anonymous")[0]).toMatchObject({ source: "category", limit: { count: 3, window_s: 60 }, remaining: 0 });
+
+    expect(await jsonOf(await adminCall("DELETE", "/callers/anonymous/state", limited), 200)).toMatchObject({ caller: "anonymous", reset: true, states_held: 1 });
+    expect(await lastReset(limited)).toMatchObject({ subject: "anonymous", detail: { subjects: ["anonymous"] } });
+    expect((await call(a)).status).toBe(200);
+  });
+
+  it("forgets a key's own state but not its tenant's, which resets only when named", async () => {
+    const tenant = unique("shared");
+    await createTenant(CONFIG, tenant, { limits: { request: { key: per60(2), tenant: per60(3) } } });
+    const [k1, k2] = [await mintKey(CONFIG, tenant), await mintKey(CONFIG, tenant)];
+    const call = (key: string) => callGateway(gatewayRequest("/x", { ip: uniqueIp(), headers: { authorization: `Bearer ${key}` } }), { TOLLGATE: CONFIG });
+    expect((await call(k1.key)).status).toBe(200);
+    expect((await call(k1.key)).status).toBe(200);
+    expect((await call(k2.key)).status).toBe(200);
+    expect((await call(k2.key)).status).toBe(429);
+
+    expect(await jsonOf(await adminCall("DELETE", `/callers/key:${k1.id}/state`, CONFIG), 200)).toMatchObject({ caller: `key:${k1.id}`, states_held: 1 });
+    expect(await lastReset(CONFIG)).toMatchObject({ subject: `key:${k1.id}`, detail: { subjects: [`key:${k1.id}`] } });
+    // The tenant's 3 per minute is still spent, for both keys.
+    expect((await call(k2.key)).status).toBe(429);
+    expect((await call(k1.key)).status).toBe(429);
+
+    expect(await jsonOf(await adminCall("DELETE", `/callers/tenant:${tenant}/state`, CONFIG), 200)).toMatchObject({ caller: `tenant:${tenant}`, states_held: 1 });
+    expect(await lastReset(CONFIG)).toMatchObject({ subject: `tenant:${tenant}`, detail: { subjects: [`tenant:${tenant}`] } });
+    expect((await call(k2.key)).status).toBe(200);
+  });
+});
+
 describe("time-boxed overrides", () => {
   it("stops applying an override at its expiry", async () => {
     const ip = uniqueIp();
@@ -172,6 +231,25 @@ describe("blocks", () => {
     expect(await status(second.key)).toBe(200);
     await block(`tenant:${tenant}`);
     expect(await status(second.key)).toBe(403);
+  });
+
+  it("refuses a blocked key id 403 blocked before any lookup: its own secret or a wrong one, and no D1 query", async () => {
+    const tenant = unique("nolookup");
+    await createTenant(CONFIG, tenant);
+    // Never used: no cache of this isolate knows it, so admitting or refusing it on its merits would need D1.
+    const minted = await mintKey(CONFIG, tenant);
+    await block(`key:${minted.id}`);
+    // The block write made the policy due for reload: load it now, with the real D1.
+    expect((await callGateway(gatewayRequest("/warm", { ip: uniqueIp() }), { TOLLGATE: CONFIG })).status).toBe(200);
+    const wrongSecret = `${minted.prefix}${"z".repeat(minted.key.length - minted.prefix.length)}`;
+    expect(wrongSecret).not.toBe(minted.key);
+    for (const key of [wrongSecret, minted.key]) {
+      const { db, counts } = countingDb();
+      const res = await callGateway(gatewayRequest("/x", { ip: uniqueIp(), headers: { authorization: `Bearer ${key}` } }), { TOLLGATE: CONFIG, DB: db });
+      expect(res.status).toBe(403);
+      expect((await problemOf(res)).code).toBe("blocked");
+      expect(counts).toEqual({ prepare: 0, batch: 0, exec: 0 });
+    }
   });
 
   it("lets a block lapse at its expiry", async () => {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { PROBLEMS, type ProblemCode, problem } from "../../src/errors";
 
-// DESIGN §7: the status of every code.
+// docs/design.md: the status of every code.
 const EXPECTED: Record<ProblemCode, number> = {
   invalid_request: 400,
   invalid_path: 400,
@@ -31,6 +31,10 @@ const EXPECTED: Record<ProblemCode, number> = {
   admin_disabled: 503,
   admin_unavailable: 503,
   limits_unavailable: 503,
+  budget_exhausted: 429,
+  credits_exhausted: 402,
+  budget_unavailable: 503,
+  policy_unavailable: 503,
 };
 
 describe("problem+json", () => {

@@ -136,7 +136,7 @@ describe("forwarding to the origin", () => {
     const withBase = { ORIGIN_URL: `${env.ORIGIN_URL}/base/v2/` };
     const cases: [string, string][] = [
       ["/plain", "/base/v2/plain"],
-      // Runs of "/" collapse (DESIGN §3 step 0): still a path on the origin, never a host.
+      // Runs of "/" collapse: still a path on the origin, never a host.
       ["//evil.example/x", "/base/v2/evil.example/x"],
       ["/\\evil.example/x", "/base/v2/evil.example/x"],
       ["/a/../../../x", "/base/v2/x"],
@@ -199,13 +199,13 @@ describe("the gateway's own paths", () => {
   it("answers health with status ok and the default origin", async () => {
     const res = await callGateway(gatewayRequest("/_tollgate/health"));
     expect(res.status).toBe(200);
-    expect(await res.json()).toEqual({ status: "ok", origins: { default: { kind: "url", usable: true } } });
+    expect(await res.json()).toEqual({ status: "ok", origins: { default: { kind: "url", usable: true } }, policy: expect.objectContaining({ on_error: "closed" }) });
   });
 
   it("says in health when the config is invalid, and refuses gateway requests with config_invalid naming the field", async () => {
     const bad = { TOLLGATE: { mode: "enforce", max_request_bytes: -1 } };
     const health = await callGateway(gatewayRequest("/_tollgate/health"), bad);
-    expect(await health.json()).toEqual({ status: "ok", config: "invalid", error: { field: "max_request_bytes", message: "must be >= 0" } });
+    expect(await health.json()).toEqual({ status: "ok", config: "invalid", error: { field: "max_request_bytes", message: "must be >= 0" }, policy: expect.objectContaining({ on_error: "closed" }) });
     const res = await callGateway(gatewayRequest("/anything", { ip: "203.0.113.18" }), bad);
     expect(res.status).toBe(500);
     const body = await problemOf(res);

@@ -1,4 +1,4 @@
-// Global limits through the gateway (DESIGN §11, issue 12): several
+// Global limits through the gateway (issue 12): several
 // clockedGateway runtimes — each its own limiter table and lease book, i.e.
 // several isolates' worth of state — over the one real LimitLedger in
 // workerd, on clocks the test moves together.

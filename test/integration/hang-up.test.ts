@@ -1,4 +1,4 @@
-// "A client that hangs up" (DESIGN §3, issue 10 item 8). In production the
+// "A client that hangs up" (issue 10 item 8). In production the
 // Workers runtime stops running a request's code once its client disconnects
 // and cancels the I/O it started, unless something keeps the request's
 // context alive. These tests call the Worker through SELF (a real incoming

@@ -1,4 +1,4 @@
-// JWT callers through the Worker (DESIGN §12, issue 13): keys generated here,
+// JWT callers through the Worker (issue 13): keys generated here,
 // a key set served by the recording origin, the gateway on a clock the test
 // sets (tokens are signed relative to 2030-01-01, src: test/identity/jwt-helpers.ts).
 import { describe, expect, it } from "vitest";
@@ -104,7 +104,8 @@ describe("JWT callers", () => {
     const tenant = unique("jwt-hot");
     await createTenant(ADMIN, tenant, { limits: { request: { jwt: [{ count: 100_000, window_s: 1 }] } } });
     const { db, counts } = countingDb();
-    const gateway = clockedGateway(jwtConfig([idp], { cache_ttl_s: 300 }), { DB: db }, T0_MS);
+    // Metering once per interval (not as a quiet isolate's requests end): this test counts the hot path's own queries.
+    const gateway = clockedGateway(jwtConfig([idp], { cache_ttl_s: 300, usage: { flush_when_idle: false } }), { DB: db }, T0_MS);
     const token = await signToken(idp.key, { iss: idp.iss, sub: "hot", claims: { org_id: tenant } });
     const ip = uniqueIp();
     // The first request loads the tenant and the policy snapshot.

@@ -1,10 +1,10 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { callGateway, gatewayRequest, problemOf, unique, uniqueIp } from "../helpers";
-import { adminCall, createTenant, failingDb, jsonOf, keyedCall, mintKey, sleep, testConfig } from "./admin-helpers";
+import { callGateway, clockedGateway, gatewayRequest, problemOf, unique, uniqueIp } from "../helpers";
+import { adminCall, createTenant, failingDb, jsonOf, keyedCall, mintKey, testConfig } from "./admin-helpers";
 
-// A short TTL, so entries go stale within the test and the outage path is the
-// one that answers; stale_if_error keeps them usable for 300 s.
+// A short TTL, so entries go stale within the test (on a clock it holds) and
+// the outage path is the one that answers; stale_if_error keeps them usable for 300 s.
 const TTL_MS = 200;
 const CONFIG = testConfig({ cache_ttl_s: TTL_MS / 1000, stale_if_error_s: 300 });
 
@@ -15,31 +15,37 @@ describe("when D1 fails", () => {
     const minted = await mintKey(CONFIG, tenant);
     // A second key, never used: not in any cache when D1 goes down.
     const unseen = await mintKey(CONFIG, tenant, { name: "unseen" });
-    expect((await keyedCall(minted.key, "/x", CONFIG)).status).toBe(200);
-    await sleep(TTL_MS + 50);
+    const gw = clockedGateway(CONFIG);
+    const call = (key: string, options: { tag?: string; ip?: string; db?: D1Database } = {}) => {
+      const headers: Record<string, string> = { authorization: `Bearer ${key}` };
+      if (options.tag !== undefined) headers["x-test-tag"] = options.tag;
+      return gw.call(gatewayRequest("/x", { headers, ip: options.ip ?? "198.51.100.7" }), options.db === undefined ? {} : { env: { DB: options.db } });
+    };
+    expect((await call(minted.key)).status).toBe(200);
+    gw.clock.nowMs += TTL_MS + 50;
 
     const down = failingDb();
     const tag = unique("stale");
-    const admitted = await keyedCall(minted.key, "/x", CONFIG, { db: down, tag });
+    const admitted = await call(minted.key, { db: down, tag });
     expect(admitted.status).toBe(200);
     expect(((await admitted.json()) as { headers: Record<string, string> }).headers["x-tollgate-tenant"]).toBe(tenant);
 
-    const unknown = await keyedCall(unseen.key, "/x", CONFIG, { db: down, ip: uniqueIp() });
+    const unknown = await call(unseen.key, { db: down, ip: uniqueIp() });
     expect(unknown.status).toBe(503);
     const body = await problemOf(unknown);
     expect(body.code).toBe("auth_unavailable");
     expect(JSON.stringify(body)).not.toMatch(/D1|simulated|select/i);
 
     // A made-up key needs no lookup to refuse: 401 even while D1 is down.
-    const madeUp = await keyedCall(`tg_${"c".repeat(12)}_${"d".repeat(32)}`, "/x", CONFIG, { db: down, ip: uniqueIp() });
+    const madeUp = await call(`tg_${"c".repeat(12)}_${"d".repeat(32)}`, { db: down, ip: uniqueIp() });
     expect(madeUp.status).toBe(401);
   });
 
-  it("admits anonymous callers with the configured defaults when the override snapshot cannot load", async () => {
+  it('admits anonymous callers with the configured defaults when the override snapshot never loaded and policy_on_error is "open"', async () => {
     const ip = uniqueIp();
     // An override for this address exists in D1, but D1 is down: the configured default (2 per hour) applies.
     await jsonOf(await adminCall("PUT", `/overrides/ip:${ip}`, CONFIG, { body: { limits: { request: [{ count: 50, window_s: 3600 }] } } }), 201);
-    const defaults = { ...CONFIG, categories: { ...(CONFIG.categories as object), request: { limits: { ip: [{ count: 2, window_s: 3600 }] } } } };
+    const defaults = { ...CONFIG, policy_on_error: "open", categories: { ...(CONFIG.categories as object), request: { limits: { ip: [{ count: 2, window_s: 3600 }] } } } };
     const call = () => callGateway(gatewayRequest("/anon", { ip }), { TOLLGATE: defaults, DB: failingDb() });
     const first = await call();
     expect(first.status).toBe(200);

@@ -2,8 +2,11 @@ import { describe, expect, it } from "vitest";
 import { callGateway, gatewayRequest, problemOf, unique, uniqueIp } from "../helpers";
 import { countingDb, createTenant, keyedCall, mintKey, testConfig } from "./admin-helpers";
 
-// A long TTL so the whole run stays inside one cache period.
-const CONFIG = testConfig({ cache_ttl_s: 300 });
+// A long TTL so the whole run stays inside one cache period. Metering is
+// written once per interval here, not as a quiet isolate's requests end
+// (usage.flush_when_idle, pinned in operations.test.ts): this file counts
+// the hot path's own queries.
+const CONFIG = testConfig({ cache_ttl_s: 300, usage: { flush_when_idle: false } });
 
 describe("the hot path", () => {
   it("makes no D1 query over 1,000 requests with a cached key", async () => {

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { callGateway, gatewayRequest, problemOf, unique, uniqueIp } from "../helpers";
 import { adminCall, createTenant, jsonOf, mintKey, testConfig } from "./admin-helpers";
 
-// Keys and tenants are subjects of the same limiter as addresses (DESIGN §4):
+// Keys and tenants are subjects of the same limiter as addresses:
 // which limits apply, and how key and tenant are charged together.
 const CONFIG = testConfig({ categories: { admin: { limits: { admin: [{ count: 100_000, window_s: 1 }] } }, request: { limits: { key: [{ count: 100, window_s: 60 }] } } } });
 

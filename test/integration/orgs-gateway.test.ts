@@ -1,4 +1,4 @@
-// Orgs through the Worker (DESIGN §16, issue 17): tenants of an org upload
+// Orgs through the Worker (issue 17): tenants of an org upload
 // with their own keys, and each upload must fit the tenant's and the org's
 // hard quotas — the strictest wins; the org's refusal names it; soft warnings
 // gain the `org:<org>` part; many concurrent uploads over several tenants of

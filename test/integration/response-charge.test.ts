@@ -1,4 +1,4 @@
-// Charges priced by the response (DESIGN §14, issue 15), through the Worker to
+// Charges priced by the response (issue 15), through the Worker to
 // the recording origin, which answers with a cost in a header, a JSON body or
 // the last SSE event (scripts/origin.mjs: x-origin-usage-header,
 // x-origin-json-usage, x-origin-sse-usage). The gateway runs on a clock the

@@ -1,4 +1,4 @@
-// The stream fields of TOLLGATE (DESIGN §9, §13) — strict, bounded, with
+// The stream fields of TOLLGATE — strict, bounded, with
 // named defaults — and the built-in stream_rent limit.
 import { describe, expect, it } from "vitest";
 import { DEFAULT_STREAM_RENT_PERIOD_S, DEFAULT_STREAMS_PER_CREDENTIAL, MAX_STREAM_RENT_PERIOD_S, MAX_STREAMS_PER_CREDENTIAL, parseConfig } from "../../src/config";

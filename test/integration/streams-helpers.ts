@@ -1,4 +1,4 @@
-// Helpers for the stream tests (DESIGN §13): a client end that records what
+// Helpers for the stream tests: a client end that records what
 // it receives, upgrade requests, and the recording origin's view of a stream.
 import { expect } from "vitest";
 import { eventually, gatewayRequest, type OriginSeen, originLog } from "../helpers";

@@ -1,4 +1,4 @@
-// WebSocket streams through the gateway (DESIGN §13, issue 14): real
+// WebSocket streams through the gateway (issue 14): real
 // WebSockets end to end — the test holds the client's end of the gateway's
 // 101 answer, the recording origin (scripts/origin-ws.mjs) is a real
 // WebSocket server in Node. Messages both ways, close codes both ways, the

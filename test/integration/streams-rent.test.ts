@@ -1,4 +1,4 @@
-// What a stream pays (DESIGN §13, issue 14): the open's charges with its
+// What a stream pays (issue 14): the open's charges with its
 // prepaid stream rent (all or nothing), rent at the start of every period
 // while it stays open, the 4429 close and its retry delay when rent or a
 // message is refused, the per-credential bound, message charging, shadow
@@ -19,6 +19,7 @@ const ADMIN = testConfig({ categories: { admin: { limits: { admin: BIG } } } });
 
 afterEach(() => {
   vi.restoreAllMocks();
+  vi.useRealTimers();
 });
 
 function config(extra: Record<string, unknown>, categories: Record<string, unknown> = {}): Record<string, unknown> {
@@ -85,6 +86,8 @@ describe("rent while open", () => {
       lines.push(String(line));
     });
     // 3 per hour: the open and two periods are paid, the third period is refused. T = 1,200,000 ms.
+    // The rent's interval runs on timers the test advances (sockets stay real).
+    vi.useFakeTimers({ toFake: ["setInterval", "clearInterval"] });
     const gw = clockedGateway(config({ request_log: true, streams: { rent_period_s: 1 } }, { stream_rent: { limits: { ip: [{ count: 3, window_s: 3600 }] } } }));
     const ip = uniqueIp();
     const tag = unique("rent");
@@ -92,7 +95,10 @@ describe("rent while open", () => {
     const client = clientOf(await gw.call(upgradeRequest(path, { ip, tag })));
     client.send("still here");
     await client.received(1);
-    const closed = await client.closing(15_000);
+    vi.advanceTimersByTime(2000);
+    expect(gw.runtime.streams.countOf(`ip:${ip}`)).toBe(1);
+    vi.advanceTimersByTime(1000);
+    const closed = await client.closing();
     expect(closed.code).toBe(4429);
     // The clock stood still: the next spend of one unit fits after exactly T.
     expect(reasonOf(closed.reason)).toEqual({ code: "rate_limited", retry_after_ms: 1_200_000 });
@@ -112,20 +118,23 @@ describe("rent while open", () => {
   });
 
   it("stops charging rent once the stream ends", async () => {
-    const rent = compileLimits([{ count: 2, window_s: 3600 }]);
-    const gw = clockedGateway(config({ streams: { rent_period_s: 1 } }, { stream_rent: { limits: { ip: [{ count: 2, window_s: 3600 }] } } }));
+    // The rent's interval runs on timers the test advances (sockets and polling stay real).
+    vi.useFakeTimers({ toFake: ["setInterval", "clearInterval"] });
+    const rent = compileLimits([{ count: 3, window_s: 3600 }]);
+    const gw = clockedGateway(config({ streams: { rent_period_s: 1 } }, { stream_rent: { limits: { ip: [{ count: 3, window_s: 3600 }] } } }));
     const ip = uniqueIp();
     const tag = unique("stopped");
+    const probe = [{ subject: `ip:${ip}`, category: "stream_rent", limits: rent, cost: 1 }];
+    const left = () => wouldAdmit(gw.runtime.limiter, probe, gw.clock.nowMs);
     const client = clientOf(await gw.call(upgradeRequest("/__origin/ws", { ip, tag })));
+    // Open: one unit. One period: a second. Exactly one is left (a spend would leave none).
+    vi.advanceTimersByTime(1000);
+    expect(left()).toMatchObject({ allowed: true, tightest: { remaining: 0 } });
     client.socket.close(1000, "short");
     await originClose(tag);
-    // Well past two periods, one of the two units is still there: the timer stopped with the stream.
-    const probe = [{ subject: `ip:${ip}`, category: "stream_rent", limits: rent, cost: 1 }];
-    const deadline = Date.now() + 2500;
-    while (Date.now() < deadline) {
-      expect(wouldAdmit(gw.runtime.limiter, probe, gw.clock.nowMs).allowed).toBe(true);
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    // Many periods later the last unit is still there: the interval stopped with the stream.
+    vi.advanceTimersByTime(10_000);
+    expect(left()).toMatchObject({ allowed: true, tightest: { remaining: 0 } });
   });
 
   it("logs a refusal in shadow mode and keeps the stream open", async () => {
@@ -133,10 +142,12 @@ describe("rent while open", () => {
     vi.spyOn(console, "log").mockImplementation((line: unknown) => {
       lines.push(String(line));
     });
+    vi.useFakeTimers({ toFake: ["setInterval", "clearInterval"] });
     const gw = clockedGateway(config({ mode: "shadow", request_log: true, streams: { rent_period_s: 1 } }, { stream_rent: { limits: { ip: [{ count: 1, window_s: 3600 }] } } }));
     const path = `/__origin/ws/${unique("shadow")}`;
     const client = clientOf(await gw.call(upgradeRequest(path, { ip: uniqueIp(), tag: unique("shadow") })));
-    await eventually(() => lines.some((l) => l.includes('"event":"stream_shadow_refusal"') && l.includes(path)), "the refused rent is logged", 10_000);
+    vi.advanceTimersByTime(1000);
+    expect(lines.some((l) => l.includes('"event":"stream_shadow_refusal"') && l.includes(path)), "the refused rent is logged").toBe(true);
     client.send("still open");
     expect(await client.received(1)).toEqual(["still open"]);
     client.socket.close(1000, "done");

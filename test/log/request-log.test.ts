@@ -1,4 +1,4 @@
-// The request-log line (DESIGN §10) is written field by field for speed; it
+// The request-log line is written field by field for speed; it
 // must be exactly the text JSON.stringify gives for the RequestLogLine object
 // in every case: each caller kind, shadow decisions, strings that need
 // escaping, a body size or none.

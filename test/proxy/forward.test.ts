@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { answerFrom, originRequestHeaders } from "../../src/proxy/forward";
 
 // The recording origin only ever answers `Connection: keep-alive`; these pin
-// the rest of DESIGN §3 step 9 on the way back: every name the origin's
+// the rest of docs/design.md step 9 on the way back: every name the origin's
 // Connection header lists is dropped too, and nothing end to end is.
 describe("answerFrom", () => {
   it("drops the origin's hop-by-hop headers and the names its Connection lists, keeping the rest", async () => {

@@ -1,4 +1,4 @@
-// A plain model of DESIGN §4 admission plus §14 settlement for the property
+// A plain model of the admission rule plus response-priced settlement (docs/design.md) for the property
 // test of response-cost-gcra.ts: a Map keyed by the real key string, TATs as
 // BigInt in units of 1/count ms (T = windowMs units), no table, no hashing.
 import type { Charge } from "../../src/engine/gcra";

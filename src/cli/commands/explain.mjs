@@ -70,6 +70,24 @@ export function registerCallerCommands(program, runtime) {
         records(body.limits),
         "No limits apply.",
       );
+      // Budgets (docs/budgets.md) only when some apply: the key's, its tenant's, its org's.
+      const budgets = records(body.budgets);
+      if (budgets.length > 0) {
+        output.out("\n");
+        printTable(
+          output,
+          [
+            ["budget", (b) => b.owner],
+            ["category", (b) => b.category],
+            ["period", (b) => b.period],
+            ["amount", (b) => b.amount],
+            ["remaining", (b) => b.remaining],
+            ["resets", (b) => b.resets_at],
+          ],
+          budgets,
+          "",
+        );
+      }
     });
 
   program

@@ -1,0 +1,253 @@
+// Budgets (calendar-period spend caps and prepaid credits) of keys, tenants
+// and orgs: PUT, GET and DELETE /{owner}/budgets/{category}, GET
+// /{owner}/budgets, POST /{owner}/budgets/{category}/topups.
+//
+// Where they live: the definition and the exact spend in the owner's quota
+// Durable Object (the tenant's for tenant and key budgets, the org's for org
+// budgets), which every reserve reads, so a change of amount holds at once
+// in every isolate; and which categories are budgeted in the owner's D1 row
+// (`budgets`), which the gateway reads with the cached key and tenant
+// records, so a request that spends no budget costs no I/O. A write goes to
+// the object first, then to D1 with its audit event: a D1 failure leaves a
+// budget the gateway does not apply yet, and the retry completes it.
+import type { Context, Hono } from "hono";
+import type { Config } from "../config";
+import { insertAuditEvent } from "../db/audit";
+import { type BudgetOwnerKind, removeBudgetCategory, setBudgetCategory } from "../db/budgets";
+import { database, type Db } from "../db/client";
+import { getKey } from "../db/keys";
+import { getOrg, tenantsOfOrg } from "../db/orgs";
+import { getTenant } from "../db/tenants";
+import type { BudgetPutResult, BudgetState, BudgetTopUpResult } from "../durable/budget-types";
+import type { OrgQuota } from "../durable/org-quota";
+import { callQuota } from "../durable/quota-client";
+import type { TenantQuota } from "../durable/tenant-quota";
+import { REQUEST_CATEGORY } from "../limits/rate-limit";
+import { problem } from "../errors";
+import { errorName, log } from "../log/logger";
+import type { AdminEnv } from "./admin-env";
+import { orgStub, presentBudget, tenantStub } from "./budget-reads";
+import { budgetBodySchema, topUpBodySchema } from "./budget-schemas";
+import { keyNotFound, orgNotFound, tenantNotFound } from "./not-found";
+import { CATEGORY_NAME, keyIdSchema, tenantSlugSchema } from "./schemas";
+import { stored } from "./storage";
+import { invalid, jsonBody, pathParam } from "./validate";
+
+/** Seconds an admin client should wait when a quota object did not answer. */
+const BUDGET_RETRY_AFTER_S = 1;
+/** Tenants of an org whose cached records one org budget write clears in this isolate (others within cache_ttl_s). */
+const MAX_ORG_TENANTS_CLEARED = 500;
+/** Categories every deployment knows besides the configured ones: the request unit and response-priced tokens. */
+const BUILT_IN_CATEGORIES = [REQUEST_CATEGORY, "tokens"];
+
+/** A budget owner, found. */
+interface Owner {
+  kind: BudgetOwnerKind;
+  id: string;
+  /** `tenant:<slug>`, `key:<id>` or `org:<slug>`. */
+  name: string;
+  /** The tenant the audit events name (null for an org). */
+  tenant: string | null;
+  stub: BudgetStub;
+}
+
+type BudgetStub = DurableObjectStub<TenantQuota> | DurableObjectStub<OrgQuota>;
+
+/** Categories a budget may name: `request`, `tokens`, and every category the config names. */
+export function budgetCategories(config: Config): Set<string> {
+  const out = new Set<string>(BUILT_IN_CATEGORIES);
+  for (const c of config.routes.categories) out.add(c);
+  for (const c of Object.keys(config.defaults)) out.add(c);
+  for (const r of config.responseCharges) if (r !== null) out.add(r.category);
+  return out;
+}
+
+function budgetUnavailable(detail: string): Response {
+  return problem("budget_unavailable", { detail, headers: { "retry-after": String(BUDGET_RETRY_AFTER_S) } });
+}
+
+type Found = { ok: true; owner: Owner } | { ok: false; response: Response };
+
+async function findOwner(c: Context<AdminEnv>, kind: BudgetOwnerKind): Promise<Found> {
+  const db = database(c.env.DB);
+  switch (kind) {
+    case "tenant": {
+      const slug = pathParam(tenantSlugSchema, c.req.param("tenant"), "tenant");
+      if (!slug.ok) return slug;
+      if ((await stored(() => getTenant(db, slug.value))) === null) return { ok: false, response: tenantNotFound(slug.value) };
+      return { ok: true, owner: { kind, id: slug.value, name: `tenant:${slug.value}`, tenant: slug.value, stub: tenantStub(c.env, slug.value) } };
+    }
+    case "key": {
+      const id = pathParam(keyIdSchema, c.req.param("id"), "id");
+      if (!id.ok) return id;
+      const key = await stored(() => getKey(db, id.value));
+      if (key === null) return { ok: false, response: keyNotFound(id.value) };
+      return { ok: true, owner: { kind, id: id.value, name: `key:${id.value}`, tenant: key.tenant, stub: tenantStub(c.env, key.tenant) } };
+    }
+    case "org": {
+      const slug = pathParam(tenantSlugSchema, c.req.param("org"), "org");
+      if (!slug.ok) return slug;
+      if ((await stored(() => getOrg(db, slug.value))) === null) return { ok: false, response: orgNotFound(slug.value) };
+      return { ok: true, owner: { kind, id: slug.value, name: `org:${slug.value}`, tenant: null, stub: orgStub(c.env, slug.value) } };
+    }
+  }
+}
+
+type Category = { ok: true; value: string } | { ok: false; response: Response };
+
+function categoryOf(c: Context<AdminEnv>): Category {
+  const category = c.req.param("category") ?? "";
+  if (!CATEGORY_NAME.test(category)) return { ok: false, response: invalid("category", "category names match ^[a-z][a-z0-9_]{0,31}$") };
+  const known = budgetCategories(c.get("config"));
+  if (!known.has(category)) return { ok: false, response: invalid("category", `no category named ${category}: one of ${[...known].sort().join(", ")}`) };
+  return { ok: true, value: category };
+}
+
+/** The owner's budgets now, or null when its object does not answer. */
+async function listOf(owner: Owner): Promise<BudgetState[] | null> {
+  try {
+    return await callQuota(async (): Promise<BudgetState[]> => owner.stub.budgetList(owner.name, Date.now()));
+  } catch (error) {
+    log.error("budget_read_failed", { error: errorName(error) });
+    return null;
+  }
+}
+
+/** Forgets this isolate's cached records that carry the owner's budgets. */
+async function clearCached(c: Context<AdminEnv>, db: Db, owner: Owner): Promise<void> {
+  const runtime = c.get("runtime");
+  if (owner.kind === "key") runtime.keys.clearKeyId(owner.id);
+  else if (owner.kind === "tenant") {
+    runtime.keys.clearTenant(owner.id);
+    runtime.tenants.clear(owner.id);
+  } else {
+    for (const tenant of await stored(() => tenantsOfOrg(db, owner.id, MAX_ORG_TENANTS_CLEARED))) {
+      runtime.keys.clearTenant(tenant);
+      runtime.tenants.clear(tenant);
+    }
+  }
+}
+
+function registerFor(app: Hono<AdminEnv>, kind: BudgetOwnerKind, base: string): void {
+  app.get(`${base}/budgets`, async (c) => {
+    const found = await findOwner(c, kind);
+    if (!found.ok) return found.response;
+    const budgets = await listOf(found.owner);
+    if (budgets === null) return budgetUnavailable("The budgets could not be read.");
+    return c.json({ owner: found.owner.name, budgets: budgets.map(presentBudget) });
+  });
+
+  app.get(`${base}/budgets/:category`, async (c) => {
+    const found = await findOwner(c, kind);
+    if (!found.ok) return found.response;
+    const category = categoryOf(c);
+    if (!category.ok) return category.response;
+    const budgets = await listOf(found.owner);
+    if (budgets === null) return budgetUnavailable("The budget could not be read.");
+    const budget = budgets.find((b) => b.category === category.value);
+    if (budget === undefined) return problem("not_found", { detail: `${found.owner.name} has no ${category.value} budget.` });
+    return c.json(presentBudget(budget));
+  });
+
+  app.put(`${base}/budgets/:category`, async (c) => {
+    const found = await findOwner(c, kind);
+    if (!found.ok) return found.response;
+    const owner = found.owner;
+    const category = categoryOf(c);
+    if (!category.ok) return category.response;
+    const body = await jsonBody(c, budgetBodySchema);
+    if (!body.ok) return body.response;
+    const nowMs = Date.now();
+    const { amount, period, thresholds } = body.value;
+    let result: BudgetPutResult;
+    try {
+      result = await callQuota(async (): Promise<BudgetPutResult> => owner.stub.budgetPut({ owner: owner.name, category: category.value, amount, period, nowMs, ...(thresholds === undefined ? {} : { thresholds }) }));
+    } catch (error) {
+      log.error("budget_write_failed", { error: errorName(error) });
+      return budgetUnavailable("The budget could not be written; nothing was changed.");
+    }
+    const db = database(c.env.DB);
+    const budget = presentBudget(result.budget);
+    await stored(() =>
+      db.batch([
+        setBudgetCategory(db, owner.kind, owner.id, category.value, period),
+        insertAuditEvent(db, {
+          atMs: nowMs,
+          kind: result.created ? "budget_created" : "budget_replaced",
+          actor: "admin",
+          tenant: owner.tenant,
+          subject: owner.name,
+          detail: { category: category.value, amount, period, thresholds: result.budget.thresholds, previous: result.previous === null ? null : presentBudget(result.previous) },
+        }),
+      ]),
+    );
+    await clearCached(c, db, owner);
+    return c.json(budget, result.created ? 201 : 200);
+  });
+
+  app.delete(`${base}/budgets/:category`, async (c) => {
+    const found = await findOwner(c, kind);
+    if (!found.ok) return found.response;
+    const owner = found.owner;
+    const category = categoryOf(c);
+    if (!category.ok) return category.response;
+    let deleted: boolean;
+    try {
+      deleted = await callQuota(async (): Promise<boolean> => owner.stub.budgetDelete(owner.name, category.value));
+    } catch (error) {
+      log.error("budget_write_failed", { error: errorName(error) });
+      return budgetUnavailable("The budget could not be deleted; nothing was changed.");
+    }
+    const db = database(c.env.DB);
+    const nowMs = Date.now();
+    // Also when the object had none: the D1 mark may be left from a write whose object call failed.
+    await stored(() =>
+      db.batch([
+        removeBudgetCategory(db, owner.kind, owner.id, category.value),
+        ...(deleted ? [insertAuditEvent(db, { atMs: nowMs, kind: "budget_deleted", actor: "admin", tenant: owner.tenant, subject: owner.name, detail: { category: category.value } })] : []),
+      ] as [ReturnType<typeof removeBudgetCategory>]),
+    );
+    await clearCached(c, db, owner);
+    if (!deleted) return problem("not_found", { detail: `${owner.name} has no ${category.value} budget.` });
+    return c.json({ owner: owner.name, category: category.value, deleted: true });
+  });
+
+  app.post(`${base}/budgets/:category/topups`, async (c) => {
+    const found = await findOwner(c, kind);
+    if (!found.ok) return found.response;
+    const owner = found.owner;
+    const category = categoryOf(c);
+    if (!category.ok) return category.response;
+    const body = await jsonBody(c, topUpBodySchema);
+    if (!body.ok) return body.response;
+    const nowMs = Date.now();
+    let result: BudgetTopUpResult;
+    try {
+      result = await callQuota(async (): Promise<BudgetTopUpResult> => owner.stub.budgetTopUp({ owner: owner.name, category: category.value, amount: body.value.amount, nowMs }));
+    } catch (error) {
+      log.error("budget_write_failed", { error: errorName(error) });
+      return budgetUnavailable("The top-up could not be written; nothing was changed.");
+    }
+    if (result.status === "not_found") return problem("not_found", { detail: `${owner.name} has no ${category.value} budget.` });
+    if (result.status === "periodic") return invalid("category", `the ${category.value} budget of ${owner.name} resets every ${result.budget.period}: only credits (period none) take top-ups; PUT a new amount instead`);
+    const db = database(c.env.DB);
+    await stored(() =>
+      insertAuditEvent(db, {
+        atMs: nowMs,
+        kind: "budget_topup",
+        actor: "admin",
+        tenant: owner.tenant,
+        subject: owner.name,
+        detail: { category: category.value, amount: body.value.amount, reason: body.value.reason ?? null, new_amount: result.budget.amount },
+      }).run(),
+    );
+    return c.json(presentBudget(result.budget), 201);
+  });
+}
+
+export function registerBudgetRoutes(app: Hono<AdminEnv>): void {
+  registerFor(app, "tenant", "/tenants/:tenant");
+  registerFor(app, "key", "/keys/:id");
+  registerFor(app, "org", "/orgs/:org");
+}
+

@@ -1,0 +1,64 @@
+// The budget tables, created by one migration in each of TenantQuota's and
+// OrgQuota's lists (the same statements), and every statement budget-store.ts
+// runs. Times are Unix ms; units are integers.
+//
+// - budgets: one row per owner and category: the definition (amount, period,
+//   thresholds as a JSON array, ascending) and the current period's state:
+//   `period_start` (0 for credits), `used` (reserved and settled spends
+//   together), `fired` (a bit per threshold already audited this period).
+// - budget_reservations: what each request reserved, per budget, so its
+//   settlement moves exactly that (and a replayed settlement nothing).
+//   Rows are kept BUDGET_RESERVATION_RETENTION_MS and pruned on reserve.
+//
+// IF NOT EXISTS: a test that rebuilds an object from its first migration
+// keeps these tables.
+
+export const BUDGET_MIGRATION_STATEMENTS: readonly string[] = [
+  `CREATE TABLE IF NOT EXISTS budgets (
+     owner TEXT NOT NULL,
+     category TEXT NOT NULL,
+     amount INTEGER NOT NULL CHECK (amount >= 0),
+     period TEXT NOT NULL,
+     thresholds TEXT NOT NULL,
+     period_start INTEGER NOT NULL,
+     used INTEGER NOT NULL CHECK (used >= 0),
+     fired INTEGER NOT NULL DEFAULT 0,
+     created_at INTEGER NOT NULL,
+     updated_at INTEGER NOT NULL,
+     PRIMARY KEY (owner, category)
+   )`,
+  `CREATE TABLE IF NOT EXISTS budget_reservations (
+     id TEXT NOT NULL,
+     owner TEXT NOT NULL,
+     category TEXT NOT NULL,
+     units INTEGER NOT NULL CHECK (units >= 0),
+     period_start INTEGER NOT NULL,
+     settled INTEGER NOT NULL DEFAULT 0,
+     at INTEGER NOT NULL,
+     PRIMARY KEY (id, owner, category)
+   )`,
+  `CREATE INDEX IF NOT EXISTS budget_reservations_at_idx ON budget_reservations (at)`,
+];
+
+export const BUDGET_SQL = {
+  budget: `SELECT owner, category, amount, period, thresholds, period_start, used, fired FROM budgets WHERE owner = ? AND category = ?`,
+  budgetsOf: `SELECT owner, category, amount, period, thresholds, period_start, used, fired FROM budgets WHERE owner = ? ORDER BY category`,
+  allBudgets: `SELECT owner, category, amount, period, thresholds, period_start, used, fired FROM budgets ORDER BY owner, category`,
+  upsert: `INSERT INTO budgets (owner, category, amount, period, thresholds, period_start, used, fired, created_at, updated_at)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+           ON CONFLICT (owner, category) DO UPDATE SET amount = excluded.amount, period = excluded.period,
+             thresholds = excluded.thresholds, period_start = excluded.period_start, used = excluded.used,
+             fired = excluded.fired, updated_at = excluded.updated_at`,
+  setState: `UPDATE budgets SET period_start = ?, used = ?, fired = ? WHERE owner = ? AND category = ?`,
+  addAmount: `UPDATE budgets SET amount = amount + ?, updated_at = ? WHERE owner = ? AND category = ?`,
+  deleteBudget: `DELETE FROM budgets WHERE owner = ? AND category = ?`,
+  deleteOwner: `DELETE FROM budgets WHERE owner = ?`,
+  deleteAll: `DELETE FROM budgets`,
+
+  reservationsOf: `SELECT owner, category, units, period_start, settled FROM budget_reservations WHERE id = ?`,
+  insertReservation: `INSERT INTO budget_reservations (id, owner, category, units, period_start, settled, at) VALUES (?, ?, ?, ?, ?, 0, ?)`,
+  settleReservation: `UPDATE budget_reservations SET settled = 1, units = ? WHERE id = ? AND owner = ? AND category = ?`,
+  pruneReservations: `DELETE FROM budget_reservations WHERE at < ?`,
+  deleteReservationsOfOwner: `DELETE FROM budget_reservations WHERE owner = ?`,
+  deleteAllReservations: `DELETE FROM budget_reservations`,
+} as const;

@@ -1,0 +1,106 @@
+// The request and result shapes of the budget RPC methods that TenantQuota
+// (tenant and key budgets) and OrgQuota (org budgets) both serve. The edge and
+// the admin API import these (type-only); the objects check every field at
+// runtime (budget-input.ts).
+//
+// Owners: `tenant:<slug>`, `key:<id>` (both in the tenant's object) and
+// `org:<slug>` (in the org's). Units are whole numbers ≥ 0 up to 2^53;
+// `*Ms` fields are Unix ms.
+import type { BudgetPeriod } from "../engine/budget-period";
+
+/** Largest `amount` a budget may have: 2^53 (the API's bound). */
+export const MAX_BUDGET_AMOUNT = 2 ** 53;
+/** Thresholds a budget gets when none are given. */
+export const DEFAULT_BUDGET_THRESHOLDS: readonly number[] = [0.8, 1];
+
+/** One budget's figures now. */
+export interface BudgetState {
+  owner: string;
+  category: string;
+  period: BudgetPeriod;
+  amount: number;
+  used: number;
+  /** max(amount − used, 0). */
+  remaining: number;
+  thresholds: number[];
+  /** When the current period began (null for credits). */
+  periodStartMs: number | null;
+  /** When it resets (null for credits). */
+  resetsAtMs: number | null;
+}
+
+/** A spend of `units` of `category` from the budget of `owner`. */
+export interface BudgetSpend {
+  owner: string;
+  category: string;
+  units: number;
+}
+
+export interface BudgetReserveRequest {
+  /** Unique per request; a retry with the same id is the same reservation. */
+  reservationId: string;
+  spends: BudgetSpend[];
+  nowMs: number;
+  /** Shadow mode: record the spends even past `amount`, and still say which budget would have refused. */
+  force?: boolean;
+}
+
+/** A threshold crossed for the first time in a budget's period: an audit event to record. */
+export interface BudgetThresholdAudit {
+  owner: string;
+  category: string;
+  period: BudgetPeriod;
+  threshold: number;
+  amount: number;
+  used: number;
+  periodStartMs: number | null;
+}
+
+/**
+ * - `reserved`: every spend whose budget exists here was recorded; `budgets`
+ *   are their figures after it (empty: none of the spends has a budget here).
+ *   `exhausted` is set only with `force`: the budget that would have refused.
+ * - `exhausted`: one budget cannot take its spend; nothing was recorded.
+ */
+export type BudgetReserveResult =
+  | { status: "reserved"; budgets: BudgetState[]; exhausted: BudgetState | null; audits: BudgetThresholdAudit[] }
+  | { status: "exhausted"; budget: BudgetState };
+
+export interface BudgetSettleRequest {
+  reservationId: string;
+  /** The actual units per category; a category not listed keeps its reserve. */
+  actual: { category: string; units: number }[];
+  nowMs: number;
+}
+
+export interface BudgetSettleResult {
+  status: "settled" | "replayed" | "unknown";
+  /** Units charged above the reserves (debt) and given back (refund), summed over the budgets. */
+  debt: number;
+  refunded: number;
+  audits: BudgetThresholdAudit[];
+}
+
+export interface BudgetPutRequest {
+  owner: string;
+  category: string;
+  amount: number;
+  period: BudgetPeriod;
+  thresholds?: number[];
+  nowMs: number;
+}
+
+export interface BudgetPutResult {
+  created: boolean;
+  budget: BudgetState;
+  previous: BudgetState | null;
+}
+
+export interface BudgetTopUpRequest {
+  owner: string;
+  category: string;
+  amount: number;
+  nowMs: number;
+}
+
+export type BudgetTopUpResult = { status: "topped_up"; budget: BudgetState } | { status: "not_found" } | { status: "periodic"; budget: BudgetState };
