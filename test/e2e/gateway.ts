@@ -118,19 +118,33 @@ async function applyMigrations(stateDir: string): Promise<void> {
  * keep-alive sockets unnoticed, and the next fetch fails.
  */
 export async function executeLocalD1(stateDir: string, sql: string): Promise<Array<Record<string, unknown>[]>> {
-  const child = spawn(WRANGLER, ["d1", "execute", "DB", "--local", "--persist-to", stateDir, "--json", "--command", sql], {
-    cwd: ROOT,
-    env: { ...process.env, CI: "true", WRANGLER_SEND_METRICS: "false" },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  let stdout = "";
-  child.stdout?.on("data", (chunk: Buffer) => (stdout += chunk.toString("utf8")));
-  const output = captureOutput(child);
-  const code = await exited(child);
-  if (code !== 0) throw new Error(`wrangler d1 execute failed (exit ${code}):\n${output()}`);
-  const results = JSON.parse(stdout) as Array<{ results: Record<string, unknown>[]; success: boolean }>;
-  return results.map((r) => r.results);
+  // The gateway holds the same SQLite file: a write of its own (metering, traffic) can make this one
+  // meet SQLITE_BUSY, so a busy database is asked again a few times before it counts as a failure.
+  for (let attempt = 1; ; attempt++) {
+    const child = spawn(WRANGLER, ["d1", "execute", "DB", "--local", "--persist-to", stateDir, "--json", "--command", sql], {
+      cwd: ROOT,
+      env: { ...process.env, CI: "true", WRANGLER_SEND_METRICS: "false" },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let stdout = "";
+    child.stdout?.on("data", (chunk: Buffer) => (stdout += chunk.toString("utf8")));
+    const output = captureOutput(child);
+    const code = await exited(child);
+    if (code !== 0) {
+      const text = `${stdout}\n${output()}`;
+      if (attempt < D1_BUSY_ATTEMPTS && /SQLITE_BUSY|database is locked/.test(text)) {
+        await new Promise((resolve) => setTimeout(resolve, 250 * attempt));
+        continue;
+      }
+      throw new Error(`wrangler d1 execute failed (exit ${code}):\n${text}`);
+    }
+    const results = JSON.parse(stdout) as Array<{ results: Record<string, unknown>[]; success: boolean }>;
+    return results.map((r) => r.results);
+  }
 }
+
+/** How many times executeLocalD1 asks a database the gateway holds busy. */
+const D1_BUSY_ATTEMPTS = 5;
 
 /** wrangler.toml's TOLLGATE object with `overrides` merged over it (top-level fields replaced). */
 async function tollgateConfig(overrides: Readonly<Record<string, unknown>>): Promise<string> {
