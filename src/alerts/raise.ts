@@ -3,11 +3,9 @@
 // never put in an alert: a caller is named by an explain-able id, an
 // address by its keyed digest (computed here, in the background).
 import type { Exchange } from "../exchange";
-import { database } from "../db/client";
-import { auditSubject } from "../identity/audit-subject";
 import { errorName, log } from "../log/logger";
 import { keepAlive } from "../utils/wait-until";
-import { callerIdOf } from "../limits/traffic";
+import { callerIdOf, callerSubject } from "../limits/traffic";
 import { type AlertMessage, raiseAlert } from "./alert";
 
 /** One `block.hit` per block per hour, one `ledger.unavailable` per minute, per isolate. */
@@ -34,8 +32,7 @@ export class AlertOnce {
 async function alertCallerOf(x: Exchange, nowMs: number): Promise<string | null> {
   const id = callerIdOf(x);
   if (id === null || !id.startsWith("ip:")) return id;
-  const key = await x.runtime.keyCheck.auditKey(database(x.env.DB), nowMs, true);
-  return auditSubject(key!, id);
+  return callerSubject(x.runtime, x.env, nowMs, id);
 }
 
 /** Queues an alert about this request (its caller named when `withCaller`), in the background. */

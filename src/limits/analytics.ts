@@ -14,10 +14,9 @@
 // An address's digest needs one HMAC, which is async: that point is written
 // from waitUntil once the digest is known. docs/operations.md has the SQL.
 import type { Exchange } from "../exchange";
-import { database } from "../db/client";
 import { ANONYMOUS_TENANT } from "../engine/traffic-counts";
-import { auditSubject } from "../identity/audit-subject";
 import { keepAlive } from "../utils/wait-until";
+import { callerSubject } from "./traffic";
 
 /** What a Workers Analytics Engine dataset binding offers (declared here: wrangler types only sees bindings wrangler.toml names). */
 export interface AnalyticsDataset {
@@ -66,8 +65,7 @@ export function writeAnalytics(x: Exchange, status: number, bytesOut: number | n
     x.ctx,
     (async () => {
       try {
-        const key = await runtime.keyCheck.auditKey(database(env.DB), nowMs, true);
-        write(await auditSubject(key!, callerKey));
+        write(await callerSubject(runtime, env, nowMs, callerKey));
       } catch {
         write("");
       }

@@ -9,10 +9,10 @@ import type { RejectionCounter } from "../cache/rejection-counter";
 import type { Exchange } from "../exchange";
 import { insertAuditEvent } from "../db/audit";
 import { database } from "../db/client";
-import { auditSubject } from "../identity/audit-subject";
 import { errorName, log } from "../log/logger";
 import { keepAlive } from "../utils/wait-until";
 import { alertAbout } from "../alerts/raise";
+import { callerSubject } from "./traffic";
 
 export function noteRefusal(
   x: Exchange,
@@ -36,13 +36,13 @@ export function noteRefusal(
     (async () => {
       try {
         const db = database(env.DB);
-        const key = await runtime.keyCheck.auditKey(db, nowMs, true);
+        const auditedSubject = await callerSubject(runtime, env, nowMs, subject);
         await insertAuditEvent(db, {
           atMs: nowMs,
           kind,
           actor: "gateway",
           tenant,
-          subject: await auditSubject(key!, subject),
+          subject: auditedSubject,
           detail: {
             category: event.category,
             count: event.count,

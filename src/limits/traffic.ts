@@ -7,7 +7,7 @@ import type { Bindings, Exchange, ExchangeRuntime } from "../exchange";
 import { database } from "../db/client";
 import type { TrafficFlushOptions } from "../db/traffic-recorder";
 import { parseApiKey, readCredential } from "../identity/api-key";
-import { auditSubject } from "../identity/audit-subject";
+import { auditSubject, isReadableSubject } from "../identity/audit-subject";
 
 /** Decisions that are the gateway's own failure or the origin's, not a refusal of the caller. */
 const NOT_REFUSALS: ReadonlySet<string> = new Set(["admitted", "exempt", "off", "origin_unreachable", "internal_error", "config_invalid"]);
@@ -45,11 +45,20 @@ export function countTraffic(x: Exchange, nowMs: number): void {
 export function trafficFlushOptionsFor(runtime: Pick<ExchangeRuntime, "keyCheck" | "now">, env: Bindings, retentionMs: number): TrafficFlushOptions {
   return {
     retentionMs,
-    digest: async (callerKey) => {
-      const key = await runtime.keyCheck.auditKey(database(env.DB), runtime.now(), true);
-      return auditSubject(key!, callerKey);
-    },
+    digest: (callerKey) => callerSubject(runtime, env, runtime.now(), callerKey),
   };
+}
+
+/**
+ * A caller key as the audit log names it (src/identity/audit-subject.ts):
+ * `key:<id>` as it is, an address or JWT subject as its keyed digest (the
+ * deployment's secret made on first use). Traffic, analytics, alerts and
+ * sustained-refusal audit events all name one caller through it.
+ */
+export async function callerSubject(runtime: Pick<ExchangeRuntime, "keyCheck">, env: Bindings, nowMs: number, callerKey: string): Promise<string> {
+  if (isReadableSubject(callerKey)) return callerKey;
+  const key = await runtime.keyCheck.auditKey(database(env.DB), nowMs, true);
+  return auditSubject(key!, callerKey);
 }
 
 /** The same, for the request that starts a flush. */
