@@ -139,13 +139,13 @@ export interface OriginCall {
 }
 
 const NEVER = (): boolean => false;
-const fetchAnywhere = (url: string, init: RequestInit): Promise<Response> => fetch(url, init);
 
 /**
  * Starts the origin request (it runs from here; awaiting it is the caller's
  * business). `target` is the full origin URL; `declaredBytes` the request's
  * Content-Length; `maxRequestBytes` 0 for no bound; `send` the origin's fetch
- * (a service binding's, or the global one).
+ * (a service binding's, or the global one) and `origin` its name (Upstream in
+ * upstream.ts gives both).
  */
 export function callOrigin(
   request: Request,
@@ -153,8 +153,8 @@ export function callOrigin(
   headers: Headers,
   declaredBytes: number | null,
   maxRequestBytes: number,
-  send: (url: string, init: RequestInit) => Promise<Response> = fetchAnywhere,
-  origin = "default",
+  send: (url: string, init: RequestInit) => Promise<Response>,
+  origin: string,
 ): OriginCall {
   let body: ReadableStream<Uint8Array> | null = request.method === "GET" || request.method === "HEAD" ? null : request.body;
   let tooLarge = NEVER;
