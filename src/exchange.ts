@@ -206,9 +206,8 @@ export class Exchange {
   /** A response-priced route's reserve, admitted and kept to settle once the origin has answered. */
   priced: {
     readonly charge: ResponseCharge;
-    readonly reserved: readonly Charge[];
     readonly tightest: HeaderFigures | null;
-    /** Every charge of the request (the RateLimit headers list them all); the reserve's start at reserveFrom. */
+    /** Every charge of the request (the RateLimit headers list them all); the reserve's start at reserveFrom and run to the end. */
     readonly charges: readonly Charge[];
     readonly reserveFrom: number;
   } | null = null;

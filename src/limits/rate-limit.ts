@@ -120,7 +120,7 @@ export function rateLimit(options: RateLimitOptions): Check {
       if (refused !== null) return refused;
     } else if (responseCharge !== null) {
       // The reserve's charges are the last ones: kept to settle against the same limits once the origin has answered.
-      x.priced = { charge: responseCharge, reserved: charges.slice(reserveFrom), tightest: decision.tightest, charges, reserveFrom };
+      x.priced = { charge: responseCharge, tightest: decision.tightest, charges, reserveFrom };
     }
     // Kept so that a later refusal of the same spend (a budget) can give it back: all or nothing.
     if (decision.allowed) x.charged = charges;

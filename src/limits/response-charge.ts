@@ -22,14 +22,14 @@ import { meteredUnits, settlementFor } from "../proxy/response-cost-settle";
 export function settleResponseCharge(x: Exchange, result: CostResult, nowMs: number, usageMaxPending: number): HeaderList | null {
   const priced = x.priced;
   if (priced === null) return null;
-  const { charge, reserved } = priced;
+  const charge = priced.charge;
   settleBudgetCost(x, charge.category, charge.reserve, result);
   const tenant = x.tenant;
   if (tenant !== null) x.runtime.meter.add(tenant.slug, `units:${charge.category}`, meteredUnits(charge.reserve, result), nowMs, usageMaxPending);
   const settlement = settlementFor(charge.reserve, result);
   if (settlement.kind === "none") return null;
   const table = x.runtime.limiter;
-  const settles: SettleCharge[] = reserved.map((c) => {
+  const settles: SettleCharge[] = priced.charges.slice(priced.reserveFrom).map((c) => {
     if (!c.limits.some((l) => l.scope === "global")) return { subject: c.subject, category: c.category, limits: c.limits, units: settlement.units };
     const global = c.limits.filter((l) => l.scope === "global");
     x.runtime.leases.settle(x.env.LIMIT_LEDGER, x.ctx, table, { subject: c.subject, category: c.category, limits: global, kind: settlement.kind, units: settlement.units }, nowMs);
