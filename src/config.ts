@@ -1,7 +1,7 @@
 // The TOLLGATE var, parsed and validated (zod) once per config object by the
 // runtime (src/runtime.ts). Every field is optional; its default is a named
 // constant below. Every value is checked against what the runtime can use
-//: a config that validates works. An invalid config is not a
+// (docs/design.md): a config that validates works. An invalid config is not a
 // crash: parseConfig returns the field and the reason (never the value: the
 // answer reaches every client), every gateway request answers 500
 // config_invalid naming the field, and /_tollgate/health says so.
