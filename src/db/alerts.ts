@@ -21,8 +21,10 @@ export interface AlertRow {
 
 /** The alert's row, created pending the first time its id is seen. */
 export async function alertRow(db: Db, alert: { id: string; type: string; atMs: number; tenant: string | null; body: string }, nowMs: number): Promise<AlertRow> {
-  await db.insert(alerts).values({ ...alert, state: "pending", attempts: 0, updatedAt: nowMs }).onConflictDoNothing();
-  const rows = await db.select().from(alerts).where(eq(alerts.id, alert.id)).limit(1);
+  const [, rows] = await db.batch([
+    db.insert(alerts).values({ ...alert, state: "pending", attempts: 0, updatedAt: nowMs }).onConflictDoNothing(),
+    db.select().from(alerts).where(eq(alerts.id, alert.id)).limit(1),
+  ]);
   return rows[0]!;
 }
 

@@ -1,5 +1,5 @@
-// The request and result shapes of the OrgQuota Durable Object's RPC methods
-//. Units as in quota-types.ts.
+// The request and result shapes of the OrgQuota Durable Object's RPC methods.
+// Units as in quota-types.ts.
 //
 // The org keeps, per member tenant, the newest TenantReport it has seen
 // (committed bytes and objects, and what the tenant's live reservations

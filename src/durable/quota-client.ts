@@ -18,7 +18,7 @@ import { errorName, log } from "../log/logger";
 import { parseObjectName } from "./object-name";
 import type { OrgQuota } from "./org-quota";
 import type { OrgAdmitResult, OrgReportResult } from "./org-quota-types";
-import type { AuditDue, QuotaKind, QuotaLimits, QuotaWarning, ReserveResult, SettleResult, TenantReport } from "./quota-types";
+import type { AuditDue, QuotaKind, QuotaLimits, QuotaWarning, ReserveExceeded, ReserveResult, SettleResult, TenantReport } from "./quota-types";
 import type { TenantQuota } from "./tenant-quota";
 
 export interface QuotaNamespaces {
@@ -162,13 +162,9 @@ export async function reserveUpload(ns: QuotaNamespaces, input: UploadInput): Pr
     logFailure("quota_reserve_failed", err);
     return { kind: "unavailable", scope: "tenant" };
   }
-  if (reserved.status === "exceeded") {
-    const { kind, quota, usage, requested, audit } = reserved;
-    return { kind: "exceeded", scope: "tenant", quotaKind: kind, quota, usage, requested, audit };
-  }
+  if (reserved.status === "exceeded") return { kind: "exceeded", ...uploadExceeded("tenant", reserved) };
   // Forced past the tenant's quota: still asked at the org, which counts it.
-  const tenantExceeded: UploadExceeded | undefined =
-    reserved.exceeded === undefined ? undefined : { scope: "tenant", quotaKind: reserved.exceeded.kind, quota: reserved.exceeded.quota, usage: reserved.exceeded.usage, requested: reserved.exceeded.requested, audit: reserved.exceeded.audit };
+  const tenantExceeded = reserved.exceeded === undefined ? undefined : uploadExceeded("tenant", reserved.exceeded);
   const org = ticket.org;
   // Nothing to ask the org for an upload that grows nothing over the stored
   // object (a shrink, a dedup, or the same size while another upload of it
@@ -198,12 +194,17 @@ export async function reserveUpload(ns: QuotaNamespaces, input: UploadInput): Pr
   }
   if (admitted.status === "admitted") return reservedOutcome(ticket, tenantExceeded);
   if (admitted.status === "not_member") return reservedOutcome({ ...ticket, org: null }, tenantExceeded);
-  const { kind, quota, usage, requested, audit } = admitted;
-  const orgExceeded: UploadExceeded = { scope: "org", org: org.slug, quotaKind: kind, quota, usage, requested, audit };
+  const orgExceeded = uploadExceeded("org", admitted, org.slug);
   // Forced: the org kept the tenant's report; the tenant's refusal, if any, is named first.
   if (input.force === true) return reservedOutcome(ticket, tenantExceeded ?? orgExceeded);
   await releaseRefused(ns, ticket, input.nowMs);
   return { kind: "exceeded", ...orgExceeded };
+}
+
+/** A tenant's or org's ReserveExceeded as the edge names it. */
+function uploadExceeded(scope: "tenant" | "org", e: ReserveExceeded, org?: string): UploadExceeded {
+  const figures = { quotaKind: e.kind, quota: e.quota, usage: e.usage, requested: e.requested, audit: e.audit };
+  return org === undefined ? { scope, ...figures } : { scope, org, ...figures };
 }
 
 function reservedOutcome(ticket: UploadTicket, exceeded: UploadExceeded | undefined): ReserveUploadOutcome {
