@@ -19,7 +19,7 @@ import type { Runtime } from "../runtime";
 import { bearerToken } from "../utils/bearer";
 import { constantTimeEqual, sha256Bytes, toHex } from "../utils/crypto";
 import type { AdminEnv, AdminRole } from "./admin-env";
-import { CONSOLE_HEADER, checkSession, SESSION_PATH_SUFFIX, sessionCookieValue } from "./console-session";
+import { CONSOLE_HEADER, checkSession, SESSION_PATH, sessionCookieValue } from "./console-session";
 
 /** Query parameters that look like a credential: present → 401, whatever their value. */
 const CREDENTIAL_PARAMS = new Set(["token", "access_token", "admin_token", "auth", "authorization", "api_key", "apikey", "key", "bearer"]);
@@ -91,7 +91,8 @@ export function adminAuth(): MiddlewareHandler<AdminEnv> {
 
     const method = c.req.method;
     // Signing in to the console is not a write: the auditor may start a session.
-    if (role === "auditor" && method !== "GET" && method !== "HEAD" && !c.req.path.endsWith(SESSION_PATH_SUFFIX)) {
+    // Exactly POST /session: a suffix would also let through a write route whose last parameter spans slashes (/overrides/:caller_key{.+}).
+    if (role === "auditor" && method !== "GET" && method !== "HEAD" && !(method === "POST" && c.req.path === SESSION_PATH)) {
       return problem("admin_forbidden", { detail: "The auditor token may read but not write." });
     }
     c.set("config", config);

@@ -8,7 +8,9 @@ import { getTenant } from "../db/tenants";
 import type { BudgetState } from "../durable/budget-types";
 import { callQuota } from "../durable/quota-client";
 import { errorName, log } from "../log/logger";
+import { orgStub } from "./org-sync";
 import { stored } from "./storage";
+import { quotaStub } from "./usage";
 
 /** The spelling of a budget in answers. */
 export function presentBudget(b: BudgetState) {
@@ -25,14 +27,6 @@ export function presentBudget(b: BudgetState) {
   };
 }
 
-export function tenantStub(env: Bindings, tenant: string) {
-  return env.TENANT_QUOTA.get(env.TENANT_QUOTA.idFromName(tenant));
-}
-
-export function orgStub(env: Bindings, org: string) {
-  return env.ORG_QUOTA.get(env.ORG_QUOTA.idFromName(org));
-}
-
 /**
  * Deletes the budgets held for a deleted key, tenant (with its keys') or
  * org; null purges every budget of the object. A failure is logged: the
@@ -41,7 +35,7 @@ export function orgStub(env: Bindings, org: string) {
 export async function purgeBudgets(env: Bindings, where: { tenant: string; owner: string | null } | { org: string }): Promise<void> {
   try {
     if ("org" in where) await callQuota(async (): Promise<number> => orgStub(env, where.org).budgetPurge(null));
-    else await callQuota(async (): Promise<number> => tenantStub(env, where.tenant).budgetPurge(where.owner));
+    else await callQuota(async (): Promise<number> => quotaStub(env, where.tenant).budgetPurge(where.owner));
   } catch (error) {
     log.error("budget_purge_failed", { error: errorName(error) });
   }
@@ -60,7 +54,7 @@ export async function callerBudgets(env: Bindings, db: Db, callerKey: string, te
   if (callerKey.startsWith("key:")) owners.add(callerKey);
   try {
     const nowMs = Date.now();
-    const own = await callQuota(async (): Promise<BudgetState[]> => tenantStub(env, tenant).budgetList(null, nowMs));
+    const own = await callQuota(async (): Promise<BudgetState[]> => quotaStub(env, tenant).budgetList(null, nowMs));
     const orgs = org === null ? [] : await callQuota(async (): Promise<BudgetState[]> => orgStub(env, org).budgetList(`org:${org}`, nowMs));
     return [...own.filter((b) => owners.has(b.owner)), ...orgs].map(presentBudget);
   } catch (error) {

@@ -26,11 +26,13 @@ import { REQUEST_CATEGORY } from "../limits/rate-limit";
 import { problem } from "../errors";
 import { errorName, log } from "../log/logger";
 import type { AdminEnv } from "./admin-env";
-import { orgStub, presentBudget, tenantStub } from "./budget-reads";
+import { presentBudget } from "./budget-reads";
 import { budgetBodySchema, topUpBodySchema } from "./budget-schemas";
 import { keyNotFound, orgNotFound, tenantNotFound } from "./not-found";
+import { orgStub } from "./org-sync";
 import { CATEGORY_NAME, keyIdSchema, tenantSlugSchema } from "./schemas";
 import { stored } from "./storage";
+import { quotaStub } from "./usage";
 import { invalid, jsonBody, pathParam } from "./validate";
 
 /** Seconds an admin client should wait when a quota object did not answer. */
@@ -75,14 +77,14 @@ async function findOwner(c: Context<AdminEnv>, kind: BudgetOwnerKind): Promise<F
       const slug = pathParam(tenantSlugSchema, c.req.param("tenant"), "tenant");
       if (!slug.ok) return slug;
       if ((await stored(() => getTenant(db, slug.value))) === null) return { ok: false, response: tenantNotFound(slug.value) };
-      return { ok: true, owner: { kind, id: slug.value, name: `tenant:${slug.value}`, tenant: slug.value, stub: tenantStub(c.env, slug.value) } };
+      return { ok: true, owner: { kind, id: slug.value, name: `tenant:${slug.value}`, tenant: slug.value, stub: quotaStub(c.env, slug.value) } };
     }
     case "key": {
       const id = pathParam(keyIdSchema, c.req.param("id"), "id");
       if (!id.ok) return id;
       const key = await stored(() => getKey(db, id.value));
       if (key === null) return { ok: false, response: keyNotFound(id.value) };
-      return { ok: true, owner: { kind, id: id.value, name: `key:${id.value}`, tenant: key.tenant, stub: tenantStub(c.env, key.tenant) } };
+      return { ok: true, owner: { kind, id: id.value, name: `key:${id.value}`, tenant: key.tenant, stub: quotaStub(c.env, key.tenant) } };
     }
     case "org": {
       const slug = pathParam(tenantSlugSchema, c.req.param("org"), "org");

@@ -19,11 +19,11 @@ import type { AdminRole } from "./admin-env";
 export const SESSION_COOKIE = "tollgate_console";
 /** The header every console call sends; without it the cookie is ignored. */
 export const CONSOLE_HEADER = "x-tollgate-console";
-/** The admin API's session route, below its base. */
-export const SESSION_PATH_SUFFIX = "/admin/v1/session";
 export const SESSION_TTL_MS = 12 * 60 * 60 * 1000;
 /** The cookie reaches the admin API and the console, nothing the gateway forwards. */
 const COOKIE_PATH = "/_tollgate";
+/** The admin API's session route, in full: the one write an auditor may make (signing in). */
+export const SESSION_PATH = `${COOKIE_PATH}/admin/v1/session`;
 /** A cookie value longer than this is not one the gateway wrote. */
 const MAX_VALUE_CHARS = 128;
 

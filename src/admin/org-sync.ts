@@ -16,7 +16,7 @@
 import type { Bindings } from "../exchange";
 import { callQuota } from "../durable/quota-client";
 
-function orgStub(env: Bindings, org: string) {
+export function orgStub(env: Bindings, org: string) {
   return env.ORG_QUOTA.get(env.ORG_QUOTA.idFromName(org));
 }
 

@@ -9,7 +9,7 @@ import { database } from "../db/client";
 import { topRefused, trafficSeries } from "../db/traffic";
 import { recentAlerts } from "../db/alerts";
 import { MINUTE_MS } from "../engine/traffic-counts";
-import { trafficFlushOptionsFor } from "../limits/traffic";
+import { decisionKind, trafficFlushOptionsFor } from "../limits/traffic";
 import type { AdminEnv } from "./admin-env";
 import { isoTimestamp, tenantSlugSchema } from "./schemas";
 import { stored } from "./storage";
@@ -37,9 +37,6 @@ const topRefusedQuerySchema = z.strictObject({
     .optional(),
 });
 
-/** Decisions that are not refusals of the caller (the rest are summed as `refused`). */
-const NOT_REFUSED: ReadonlySet<string> = new Set(["admitted", "exempt", "off", "origin_unreachable", "internal_error", "config_invalid"]);
-
 export function registerTrafficRoutes(app: Hono<AdminEnv>): void {
   app.get("/traffic", async (c) => {
     const query = validate(trafficQuerySchema, c.req.query(), "");
@@ -61,8 +58,9 @@ export function registerTrafficRoutes(app: Hono<AdminEnv>): void {
         minutes.set(row.minuteMs, minute);
       }
       minute.decisions[row.decision] = (minute.decisions[row.decision] ?? 0) + row.count;
-      if (row.decision === "admitted" || row.decision === "exempt" || row.decision === "off" || row.decision.startsWith("shadow:")) minute.admitted += row.count;
-      else if (!NOT_REFUSED.has(row.decision)) minute.refused += row.count;
+      const kind = decisionKind(row.decision);
+      if (kind === "admitted") minute.admitted += row.count;
+      else if (kind === "refused") minute.refused += row.count;
     }
     return c.json({ from: new Date(fromMs).toISOString(), to: new Date(toMs).toISOString(), tenant: query.value.tenant ?? null, minutes: [...minutes.values()] });
   });

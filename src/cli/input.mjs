@@ -44,6 +44,20 @@ export function jsonObjectArgument(flag, value) {
 
 const DURATION = /^(\d+)(s|m|h|d)$/;
 const UNIT_MS = { s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+/** A duration back from now, as --since, --from and --to take it: minutes, hours or days. */
+const AGO = /^(\d+)(m|h|d)$/;
+
+/**
+ * A duration back from now (`90m`, `24h`, `7d`) as epoch ms, or null when
+ * `value` is not one (the caller reads it as a time).
+ * @param {string} value
+ * @param {number} nowMs
+ */
+export function agoMs(value, nowMs) {
+  const match = AGO.exec(value);
+  if (match === null) return null;
+  return nowMs - Number(match[1]) * UNIT_MS[/** @type {keyof typeof UNIT_MS} */ (match[2])];
+}
 
 /**
  * `expires_at` for a body: `--expires-at` as given (the API validates it),

@@ -9,13 +9,23 @@ import type { TrafficFlushOptions } from "../db/traffic-recorder";
 import { parseApiKey, readCredential } from "../identity/api-key";
 import { auditSubject, isReadableSubject } from "../identity/audit-subject";
 
+const ADMITTED: ReadonlySet<string> = new Set(["admitted", "exempt", "off"]);
 /** Decisions that are the gateway's own failure or the origin's, not a refusal of the caller. */
-const NOT_REFUSALS: ReadonlySet<string> = new Set(["admitted", "exempt", "off", "origin_unreachable", "internal_error", "config_invalid"]);
+const FAILURES: ReadonlySet<string> = new Set(["origin_unreachable", "internal_error", "config_invalid"]);
+
+/**
+ * How a decision counts in GET /traffic: admitted (`shadow:<code>` would
+ * have refused and did not), a failure of the gateway or origin, or a
+ * refusal of the caller (everything else).
+ */
+export function decisionKind(decision: string): "admitted" | "failure" | "refused" {
+  if (ADMITTED.has(decision) || decision.startsWith("shadow:")) return "admitted";
+  return FAILURES.has(decision) ? "failure" : "refused";
+}
 
 /** The caller id the sketch counts for a refused request, or null when the request was not refused. */
 export function refusedCallerOf(x: Exchange): string | null {
-  const decision = x.decision;
-  if (NOT_REFUSALS.has(decision) || decision.startsWith("shadow:")) return null;
+  if (decisionKind(x.decision) !== "refused") return null;
   return callerIdOf(x);
 }
 

@@ -52,6 +52,12 @@ describe("the console session", () => {
     expect((await problemOf(refused)).code).toBe("admin_forbidden");
   });
 
+  it("lets the auditor's token write nothing but POST /session, not a route whose path merely ends like it", async () => {
+    const lookalike = await adminCall("PUT", "/overrides/ip:192.0.2.7/admin/v1/session", CONFIG, { token: AUDITOR_TOKEN, body: { limits: {} } });
+    expect(lookalike.status).toBe(403);
+    expect((await problemOf(lookalike)).code).toBe("admin_forbidden");
+  });
+
   it("ends the session when the token changes, and says so", async () => {
     const { cookie } = await signIn(ADMIN_TOKEN);
     const rotated = { ADMIN_TOKEN: "rotated-admin-token-0123456789abcdefghijkl" };

@@ -3,7 +3,7 @@
 // limiting, quota warnings, expired reservations. Filters by kind, tenant,
 // caller (or block target) and time; follows pages up to --limit events.
 import { usageError } from "../cli-error.mjs";
-import { callerArgument } from "../input.mjs";
+import { agoMs, callerArgument } from "../input.mjs";
 import { cell, printJson, printTable, records } from "../output.mjs";
 import { session } from "../session.mjs";
 
@@ -12,8 +12,6 @@ import { session } from "../session.mjs";
 
 /** The API's largest page; more events are read a page at a time. */
 const PAGE = 200;
-const DURATION = /^(\d+)(m|h|d)$/;
-const UNIT_MS = { m: 60_000, h: 3_600_000, d: 86_400_000 };
 
 /**
  * `--since` as the API takes it: an ISO 8601 time as given, or a duration
@@ -23,9 +21,8 @@ const UNIT_MS = { m: 60_000, h: 3_600_000, d: 86_400_000 };
  */
 export function sinceArgument(since, nowMs) {
   if (since === undefined) return undefined;
-  const match = DURATION.exec(since);
-  if (match === null) return since;
-  return new Date(nowMs - Number(match[1]) * UNIT_MS[/** @type {keyof typeof UNIT_MS} */ (match[2])]).toISOString();
+  const ms = agoMs(since, nowMs);
+  return ms === null ? since : new Date(ms).toISOString();
 }
 
 /**

@@ -7,6 +7,7 @@
 // answering isolate's counts first; other isolates' arrive with their next
 // metering flush.
 import { usageError } from "../cli-error.mjs";
+import { agoMs } from "../input.mjs";
 import { cell, printJson, printTable, records } from "../output.mjs";
 import { session } from "../session.mjs";
 
@@ -17,8 +18,6 @@ const MAX_SPAN_DAYS = 31;
 const MAX_TOP_REFUSED_MINUTES = 7 * 24 * 60;
 const MAX_ALERTS = 200;
 
-const AGO = /^(\d+)(m|h|d)$/;
-const AGO_MS = { m: 60_000, h: 3_600_000, d: 86_400_000 };
 const ISO_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})$/i;
 
 /**
@@ -28,8 +27,8 @@ const ISO_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2
  * @param {number} nowMs
  */
 export function timeArgument(flag, value, nowMs) {
-  const ago = AGO.exec(value);
-  if (ago !== null) return nowMs - Number(ago[1]) * AGO_MS[/** @type {keyof typeof AGO_MS} */ (ago[2])];
+  const ago = agoMs(value, nowMs);
+  if (ago !== null) return ago;
   const ms = Date.parse(value);
   if (!ISO_TIME.test(value) || Number.isNaN(ms)) throw usageError(`${flag}: not a time like 2026-12-02T10:00:00Z, nor a duration ago like 90m, 24h or 7d: '${value}'`);
   return ms;
