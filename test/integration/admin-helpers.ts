@@ -104,6 +104,29 @@ export function countingDb(db: D1Database = env.DB): { db: D1Database; counts: Q
   return { db: proxy, counts };
 }
 
+/** TENANT_QUOTA behind a proxy that records every RPC method called on its stubs. */
+export function countingQuota(): { ns: DurableObjectNamespace; calls: string[] } {
+  const calls: string[] = [];
+  const real = env.TENANT_QUOTA;
+  const ns = {
+    idFromName: (name: string) => real.idFromName(name),
+    get: (id: DurableObjectId) => {
+      const stub = real.get(id) as unknown as Record<string, (...args: unknown[]) => unknown>;
+      return new Proxy(
+        {},
+        {
+          get: (_, name) =>
+            (...args: unknown[]) => {
+              calls.push(String(name));
+              return stub[String(name)]!(...args);
+            },
+        },
+      );
+    },
+  } as unknown as DurableObjectNamespace;
+  return { ns, calls };
+}
+
 /** A D1 binding that fails every query, as an outage would. */
 export function failingDb(): D1Database {
   const fail = () => {

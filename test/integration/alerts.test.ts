@@ -11,7 +11,7 @@ import type { AlertMessage } from "../../src/alerts/alert";
 import { newAlertId } from "../../src/alerts/alert";
 import { backoffS, outcomeOf } from "../../src/alerts/deliver";
 import { callGateway, eventually, gatewayRequest, unique, uniqueIp } from "../helpers";
-import { adminCall, jsonOf, testConfig } from "./admin-helpers";
+import { adminCall, createTenant, jsonOf, mintKey, testConfig } from "./admin-helpers";
 
 const SECRET = "whsec-test-0123456789abcdef";
 
@@ -175,6 +175,20 @@ describe("raising alerts", () => {
     await eventually(() => sent.length >= 1, "the block's alert is queued");
     expect(sent.filter((a) => a.type === "block.hit")).toHaveLength(1);
     expect(sent[0]!.data.block_id).toEqual(expect.any(Number));
+  });
+
+  it("queues quota.hard_exceeded, naming the tenant and the quota, when an upload is refused over the hard quota", async () => {
+    const config = webhookConfig(unique("hook-quota"), "", { routes: [{ method: "PUT", path: "/objects/:object", quota: "store" }] });
+    const tenant = unique("alert-quota");
+    await createTenant(config, tenant, { quota: { bytes: { hard: 100 } } });
+    const { key } = await mintKey(config, tenant);
+    const { ALERTS, sent } = recordingQueue();
+    const put = gatewayRequest("/objects/big", { method: "PUT", ip: uniqueIp(), headers: { authorization: `Bearer ${key}`, "content-length": "500" }, body: new Uint8Array(500) });
+    expect((await callGateway(put, { TOLLGATE: config, ALERTS }, { settle: true })).status).toBe(403);
+    await eventually(() => sent.length >= 1, "the quota's alert is queued");
+    expect(sent).toHaveLength(1);
+    expect(sent[0]).toMatchObject({ type: "quota.hard_exceeded", tenant, data: { quota_kind: "bytes", limit: 100, requested: 500 } });
+    expect(JSON.stringify(sent[0])).not.toContain(key);
   });
 
   it("queues nothing without alerts.webhook_url", async () => {

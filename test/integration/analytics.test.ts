@@ -28,7 +28,7 @@ describe("Analytics Engine data points", () => {
     await createTenant(CONFIG, tenant);
     const { key, id } = await mintKey(CONFIG, tenant);
     const { ANALYTICS, points } = recordingDataset();
-    const res = await callGateway(gatewayRequest("/things/a", { method: "PUT", ip: "198.51.100.90", headers: { authorization: `Bearer ${key}`, "content-length": "4" }, body: "abcd" }), { TOLLGATE: CONFIG, ANALYTICS }, { settle: true });
+    const res = await callGateway(gatewayRequest("/things/a", { method: "PUT", ip: "198.51.100.90", headers: { authorization: `Bearer ${key}`, "content-length": "4", "x-origin-body-bytes": "7" }, body: "abcd" }), { TOLLGATE: CONFIG, ANALYTICS }, { settle: true });
     expect(res.status).toBe(200);
     expect(points).toHaveLength(1);
     const [point] = points;
@@ -37,8 +37,9 @@ describe("Analytics Engine data points", () => {
     const [status, bytesIn, bytesOut, durationMs, cost] = point!.doubles!;
     expect(status).toBe(200);
     expect(bytesIn).toBe(4);
-    // The recording origin answers without Content-Length: bytes out are 0 unless the gateway counted the body.
+    // The origin answers 7 bytes with Content-Length: bytes out are the answer's declared length.
     expect(bytesOut).toBeGreaterThanOrEqual(0);
+    expect(bytesOut).toBe(7);
     expect(durationMs).toBeGreaterThanOrEqual(0);
     expect(cost).toBe(4);
   });

@@ -11,7 +11,7 @@ import { describe, expect, it } from "vitest";
 import { database } from "../../src/db/client";
 import { callGateway, clockedGateway, eventually, gatewayRequest, originLog, problemOf, unique } from "../helpers";
 import { jwksAddress, newKey, publishJwks, signToken, T0_MS } from "../identity/jwt-helpers";
-import { adminCall, createTenant, jsonOf, mintKey, testConfig } from "./admin-helpers";
+import { adminCall, countingQuota, createTenant, jsonOf, mintKey, testConfig } from "./admin-helpers";
 
 const HUGE = [{ count: 1_000_000, window_s: 1 }];
 const CONFIG = testConfig({
@@ -50,29 +50,6 @@ function chat(key: string, cost?: number): Request {
   const headers: Record<string, string> = { authorization: `Bearer ${key}`, "content-type": "application/json" };
   if (cost !== undefined) headers["x-origin-usage-header"] = String(cost);
   return gatewayRequest("/v1/chat", { method: "POST", ip: "198.51.100.91", headers, body: "{}" });
-}
-
-/** TENANT_QUOTA behind a proxy that records every RPC method called on its stubs. */
-function countingQuota(): { ns: DurableObjectNamespace; calls: string[] } {
-  const calls: string[] = [];
-  const real = env.TENANT_QUOTA;
-  const ns = {
-    idFromName: (name: string) => real.idFromName(name),
-    get: (id: DurableObjectId) => {
-      const stub = real.get(id) as unknown as Record<string, (...args: unknown[]) => unknown>;
-      return new Proxy(
-        {},
-        {
-          get: (_, name) =>
-            (...args: unknown[]) => {
-              calls.push(String(name));
-              return stub[String(name)]!(...args);
-            },
-        },
-      );
-    },
-  } as unknown as DurableObjectNamespace;
-  return { ns, calls };
 }
 
 describe("exactness", () => {

@@ -50,6 +50,8 @@ describe("origins: where a route sends", () => {
     expect(seenByUrl).toBeDefined();
     expect(seenByService.path).toBe(seenByUrl!.path);
     expect(seenByService.query).toBe(seenByUrl!.query);
+    // And the same is the right join, not one shared mistake: runs of / collapsed, ~ decoded, the query as sent.
+    expect([seenByUrl!.path, seenByUrl!.query]).toEqual(["/j/A~/x%20y/", "?q=1&r=%2F"]);
     // The service sees the host the client asked for.
     expect(new URL(seenByService.url).host).toBe("gateway.test");
   });

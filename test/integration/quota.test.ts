@@ -1,7 +1,7 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { callGateway, type EnvOverrides, gatewayRequest, originLog, problemOf, unique } from "../helpers";
-import { createTenant, mintKey, testConfig } from "./admin-helpers";
+import { countingQuota, createTenant, mintKey, testConfig } from "./admin-helpers";
 
 const CONFIG = testConfig({
   routes: [
@@ -48,30 +48,6 @@ async function tenantWithKey(quota: Record<string, unknown>): Promise<{ tenant: 
   await createTenant(CONFIG, tenant, { quota });
   const minted = await mintKey(CONFIG, tenant);
   return { tenant, key: minted.key };
-}
-
-/** TENANT_QUOTA behind a proxy that counts the RPC calls made on its stubs. */
-function countingQuota(): { ns: DurableObjectNamespace; calls: string[] } {
-  const calls: string[] = [];
-  const real = env.TENANT_QUOTA;
-  const ns = {
-    idFromName: (name: string) => real.idFromName(name),
-    get: (id: DurableObjectId) => {
-      const stub = real.get(id);
-      const counted = <A extends unknown[], R>(name: string, call: (...args: A) => R) => (...args: A): R => {
-        calls.push(name);
-        return call(...args);
-      };
-      return {
-        reserve: counted("reserve", (req: Parameters<typeof stub.reserve>[0]) => stub.reserve(req)),
-        commit: counted("commit", (req: Parameters<typeof stub.commit>[0]) => stub.commit(req)),
-        release: counted("release", (req: Parameters<typeof stub.release>[0]) => stub.release(req)),
-        remove: counted("remove", (req: Parameters<typeof stub.remove>[0]) => stub.remove(req)),
-        usage: counted("usage", () => stub.usage()),
-      };
-    },
-  } as unknown as DurableObjectNamespace;
-  return { ns, calls };
 }
 
 describe("storage quotas at the edge", () => {

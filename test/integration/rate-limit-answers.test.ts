@@ -67,6 +67,10 @@ describe("RateLimit answers through the gateway", () => {
       const rate = members(refused.headers.get("ratelimit"))[0]!;
       expect(rate.name).toBe("upload-ip-60s");
       expect(rate.params).toEqual(version === "draft-12" ? { a: 2, w: 50, c: 5 } : { r: 2, t: 50 });
+      // The legacy headers and the wait name the same tightest limit, not the request limits that still fit: 3 more uploads at 5 s each.
+      expect([refused.headers.get("x-ratelimit-limit"), refused.headers.get("x-ratelimit-remaining"), refused.headers.get("x-ratelimit-reset")]).toEqual(["12", "2", "50"]);
+      expect(refused.headers.get("retry-after")).toBe("15");
+      expect(body.retry_after_ms).toBe(15_000);
     }
   });
 });

@@ -4,7 +4,7 @@ import { compileJsonPath } from "../../src/proxy/json-path";
 import { bodyFormatOf, costFromHeader, MAX_JSON_INSPECT_BYTES, priceResponse, tapCost } from "../../src/proxy/response-cost";
 import { MAX_RESPONSE_COST } from "../../src/proxy/response-cost-result";
 import { parseResponseCharge, type ResponseCharge } from "../../src/proxy/response-cost-spec";
-import { originLog, sha256Hex, unique } from "../helpers";
+import { eventually, originLog, sha256Hex, unique } from "../helpers";
 import { bytes, concat, fakeOrigin, openAiStream, readChunks, splitAt } from "./streams";
 
 const PATH = compileJsonPath("usage.total_tokens");
@@ -87,8 +87,8 @@ describe("tapCost passes the body through", () => {
     void tapped.ended!.then(() => (ended = true));
     const clientBytes = readChunks(tapped.body!);
     expect(await tapped.cost).toEqual({ found: false, reason: "too_large" });
-    // The origin is still sending (stalled before its end): the body has not ended, and its branch was not cancelled.
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    // The origin has sent every piece and stalls before its end: the body has not ended, and its branch was not cancelled.
+    await eventually(() => origin.served() === pieces.length, "the tap reads on to the origin's last piece");
     expect(ended).toBe(false);
     expect(origin.cancelled()).toBe(false);
     // A body that ends: ended resolves at its end, and the client has every byte.
