@@ -58,6 +58,8 @@ export interface UsageMeterStats {
 
 /** The shortest wall-clock gap between two writes of a quiet isolate's metering (see flushIdle). */
 export const IDLE_FLUSH_GAP_MS = 1000;
+/** Up to this many request ends in a second, an isolate counts as quiet (see endedQuietly). */
+export const QUIET_REQUESTS_PER_S = 10;
 
 export class UsageMeter {
   /** `tenant \n period \n metric` → pending delta. */
@@ -69,6 +71,9 @@ export class UsageMeter {
   #maxPending = 0;
   /** The flush being written, if any: one at a time per meter. */
   #inFlight: Promise<void> | null = null;
+  /** The second (of the gateway's clock) whose request ends are being counted, and how many. */
+  #endsSecond = 0;
+  #endsInSecond = 0;
   /** When the last idle write began (wall clock, ms), and whether the next one is scheduled. */
   #lastIdleFlushAtMs = 0;
   #idleScheduled = false;
@@ -157,6 +162,23 @@ export class UsageMeter {
   /** Whether anything waits for a flush. */
   get hasPending(): boolean {
     return this.#pending.size > 0;
+  }
+
+  /**
+   * Counts one request's end and says whether the isolate is quiet: fewer
+   * than QUIET_REQUESTS_PER_S requests ended in the second of `nowMs`. Under
+   * load, requests keep arriving and the interval's flush carries metering;
+   * only a quiet isolate writes as a request ends (flushIdle), so steady
+   * traffic never costs more than the interval's write.
+   */
+  endedQuietly(nowMs: number): boolean {
+    const second = Math.floor(nowMs / 1000);
+    if (second !== this.#endsSecond) {
+      this.#endsSecond = second;
+      this.#endsInSecond = 0;
+    }
+    this.#endsInSecond += 1;
+    return this.#endsInSecond <= QUIET_REQUESTS_PER_S;
   }
 
   /**

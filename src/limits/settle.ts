@@ -247,7 +247,8 @@ export function flushUsage(x: Exchange, nowMs: number, intervalMs: number, statu
   writeAnalytics(x, status, bytesOut, nowMs);
   raiseRequestAlerts(x, nowMs);
   const trafficDue = traffic.flushDue(nowMs, intervalMs);
-  const idle = x.config.usageFlushWhenIdle && meter.hasPending && x.runtime.inFlight.total <= 1;
+  // A quiet isolate writes its metering as its request ends; a busy one leaves it to the interval.
+  const idle = x.config.usageFlushWhenIdle && meter.endedQuietly(nowMs) && meter.hasPending && x.runtime.inFlight.total <= 1;
   if (!idle && !keyUsage.flushDue(nowMs) && !meter.flushDue(nowMs, intervalMs) && !trafficDue) return;
   const db = () => database(x.env.DB);
   const later = (work: Promise<unknown>) => keepAlive(x.ctx, work);
