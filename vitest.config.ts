@@ -65,6 +65,11 @@ export default defineConfig(async () => {
             include: ["test/e2e/**/*.test.ts"],
             environment: "node",
             globalSetup: ["./test/e2e/global-setup.ts"],
+            // One file at a time: every file shares the one wrangler dev and
+            // its local D1, and a file's `wrangler d1 execute` beside another
+            // file's admin writes made the gateway's own D1 call meet
+            // SQLITE_BUSY (a 503 in a test that expected 201).
+            fileParallelism: false,
             testTimeout: 60_000,
             hookTimeout: 60_000,
           },
