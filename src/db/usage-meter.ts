@@ -74,6 +74,7 @@ export class UsageMeter {
   /** The second (of the gateway's clock) whose request ends are being counted, and how many. */
   #endsSecond = 0;
   #endsInSecond = 0;
+  #endsInPreviousSecond = 0;
   /** When the last idle write began (wall clock, ms), and whether the next one is scheduled. */
   #lastIdleFlushAtMs = 0;
   #idleScheduled = false;
@@ -165,8 +166,9 @@ export class UsageMeter {
   }
 
   /**
-   * Counts one request's end and says whether the isolate is quiet: fewer
-   * than QUIET_REQUESTS_PER_S requests ended in the second of `nowMs`. Under
+   * Counts one request's end and says whether the isolate is quiet: at most
+   * QUIET_REQUESTS_PER_S requests ended in the second of `nowMs` and in the
+   * one before it. Under
    * load, requests keep arriving and the interval's flush carries metering;
    * only a quiet isolate writes as a request ends (flushIdle), so steady
    * traffic never costs more than the interval's write.
@@ -174,11 +176,13 @@ export class UsageMeter {
   endedQuietly(nowMs: number): boolean {
     const second = Math.floor(nowMs / 1000);
     if (second !== this.#endsSecond) {
+      // The second before counts too, so a busy isolate is not "quiet" for the first requests of each new second.
+      this.#endsInPreviousSecond = second === this.#endsSecond + 1 ? this.#endsInSecond : 0;
       this.#endsSecond = second;
       this.#endsInSecond = 0;
     }
     this.#endsInSecond += 1;
-    return this.#endsInSecond <= QUIET_REQUESTS_PER_S;
+    return this.#endsInSecond <= QUIET_REQUESTS_PER_S && this.#endsInPreviousSecond <= QUIET_REQUESTS_PER_S;
   }
 
   /**
