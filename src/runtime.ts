@@ -202,6 +202,22 @@ export function runtimeFor(env: Bindings): Runtime {
   return runtime;
 }
 
+/**
+ * Needs the env; returns its parsed configuration (null when invalid): the
+ * compiled runtime's when it is the one runtimeFor holds, else parsed alone.
+ * For work that needs only the configuration (the alerts' queue handler):
+ * unlike runtimeFor, it never replaces the runtime the requests use, so a
+ * batch delivered for another configuration (in the tests, where one isolate
+ * serves many) does not reset that runtime's counters.
+ */
+export function configFor(env: Bindings): Config | null {
+  const tollgate = (env as { TOLLGATE?: unknown }).TOLLGATE;
+  const cached = last;
+  if (cached !== null && cached.tollgate === tollgate) return cached.runtime.config;
+  const parsed = parseConfig(tollgate);
+  return parsed.ok ? parsed.config : null;
+}
+
 /** What /_tollgate/health reports beyond `status`: an invalid config, a bad ORIGIN_URL, a disabled admin API, the caller policy's state. */
 export function healthOf(runtime: Runtime, env: Bindings): Record<string, unknown> {
   const out: Record<string, unknown> = { status: "ok" };

@@ -1,6 +1,7 @@
-// Shared helpers for tests that go through the Worker. Storage is isolated per
-// test file, not per test: every helper that names something takes a unique
-// name from `unique()`.
+// Shared helpers for tests that go through the Worker. Storage is shared by
+// the tests of a file and by the files a runner ran before it (isolate: false
+// in vitest.config.ts): every helper that names something takes a unique name
+// from `unique()`.
 import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { expect } from "vitest";
@@ -17,10 +18,18 @@ export function unique(prefix: string): string {
   return `${prefix}-${crypto.randomUUID().slice(0, 8)}-${counter}`;
 }
 
-/** A random documentation-range IPv4 address, distinct per call. */
+/** Where uniqueIp's run of addresses starts (random, so reruns differ). */
+let ipSerial = (Math.random() * 0x3fffff) >>> 0;
+/**
+ * An IPv4 address no other call in this runner gets: the next of the shared
+ * address space 100.64.0.0/10. Tests that block networks use 10.0.0.0/8 and
+ * 172.16.0.0/12, and their blocks stay in D1 for the files the runner takes
+ * next (isolate: false), so the addresses other tests call from stay out of
+ * those networks.
+ */
 export function uniqueIp(): string {
-  const n = (Math.random() * 0xffffff) >>> 0;
-  return `10.${(n >> 16) & 255}.${(n >> 8) & 255}.${n & 255}`;
+  ipSerial = (ipSerial + 1) & 0x3fffff;
+  return `100.${64 + (ipSerial >> 16)}.${(ipSerial >> 8) & 255}.${ipSerial & 255}`;
 }
 
 // ANALYTICS and ALERT_SECRET are optional bindings wrangler.toml does not name, so `wrangler types` leaves them out of Env.

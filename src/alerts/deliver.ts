@@ -12,7 +12,7 @@ import { database } from "../db/client";
 import { alertRow, recordAttempt } from "../db/alerts";
 import type { Bindings } from "../exchange";
 import { errorName, log } from "../log/logger";
-import { runtimeFor } from "../runtime";
+import { configFor } from "../runtime";
 import type { AlertMessage } from "./alert";
 import { signatureHeader } from "./signature";
 
@@ -61,8 +61,7 @@ async function attempt(url: string, secret: string, body: string, id: string, no
 
 /** Delivers one batch of the ALERTS queue. Never throws: each message is acked or retried on its own. */
 export async function deliverAlerts(batch: MessageBatch<unknown>, env: Bindings, now: () => number = Date.now): Promise<void> {
-  const runtime = runtimeFor(env);
-  const config = runtime.config;
+  const config = configFor(env);
   const db = database(env.DB);
   const secret = typeof (env as { ALERT_SECRET?: unknown }).ALERT_SECRET === "string" ? ((env as { ALERT_SECRET?: string }).ALERT_SECRET ?? "").trim() : "";
   for (const message of batch.messages) {
