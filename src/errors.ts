@@ -115,41 +115,48 @@ export function problemBody(code: ProblemCode, options: ProblemOptions): Record<
 }
 
 /**
- * The one writer of problem+json responses. Its headers are appended one by
- * one to an empty Headers: in workerd `new Headers(list of pairs)` costs
- * several times as much (each pair crosses into the runtime as an array of
- * its own), and refusals are what a flood costs the gateway.
+ * The one writer of problem+json responses. Its headers go to the Response
+ * as one plain object: measured in workerd, that costs about a fifth less
+ * than appending each to a Headers, and `new Headers(list of pairs)` several
+ * times as much (each pair crosses into the runtime as an array of its own);
+ * refusals are what a flood costs the gateway. A name given twice is joined
+ * with ", ", which is what appending it twice would read as.
  */
 export function problem(code: ProblemCode, options: ProblemOptions): Response {
-  const headers = new Headers();
+  const headers: Record<string, string> = {};
   const extra = options.headers;
   if (extra !== undefined) {
-    if (extra instanceof Headers) extra.forEach((value, name) => headers.append(name, value));
-    else if (Array.isArray(extra)) for (const [name, value] of extra) headers.append(name, value);
-    else for (const name in extra) headers.append(name, (extra as Record<string, string>)[name]!);
+    const add = (name: string, value: string): void => {
+      const key = name.toLowerCase();
+      const had = headers[key];
+      headers[key] = had === undefined ? value : `${had}, ${value}`;
+    };
+    if (extra instanceof Headers) extra.forEach((value, name) => add(name, value));
+    else if (Array.isArray(extra)) for (const [name, value] of extra) add(name, value);
+    else for (const name in extra) add(name, (extra as Record<string, string>)[name]!);
   }
-  headers.set("content-type", PROBLEM_CONTENT_TYPE);
-  headers.set("cache-control", "no-store");
+  headers["content-type"] = PROBLEM_CONTENT_TYPE;
+  headers["cache-control"] = "no-store";
   return new Response(JSON.stringify(problemBody(code, options)), { status: PROBLEMS[code].status, headers });
 }
 
 /**
  * A problem whose body and headers never change (a refusal's fixed answer),
- * serialised once when it is compiled: each call answers a fresh Response,
- * since a body is read once and the gateway sets its own headers on the
- * answer, but nothing is built again but the Headers. Compile it where the
- * step is built, not per request.
+ * serialised once when it is compiled: each call answers a fresh Response
+ * (a body is read once, and the gateway sets its own headers on the answer)
+ * from the same text and the same plain object of headers, which the
+ * Response copies natively; nothing is built per call in JavaScript.
+ * Compile it where the step is built, not per request.
  * @example const blocked = fixedProblem("blocked", { detail: "Requests from this caller are blocked." }); return blocked();
  */
 export function fixedProblem(code: ProblemCode, options: ProblemOptions & { headers?: Readonly<Record<string, string>> }): () => Response {
   const body = JSON.stringify(problemBody(code, options));
-  const status = PROBLEMS[code].status;
-  const extra: readonly (readonly [string, string])[] = Object.entries(options.headers ?? {});
+  const headers: Record<string, string> = {};
+  for (const [name, value] of Object.entries(options.headers ?? {})) headers[name.toLowerCase()] = value;
+  headers["content-type"] = PROBLEM_CONTENT_TYPE;
+  headers["cache-control"] = "no-store";
+  const init: ResponseInit = { status: PROBLEMS[code].status, headers: Object.freeze(headers) };
   return function fixedProblemResponse() {
-    const headers = new Headers();
-    for (let i = 0; i < extra.length; i++) headers.append(extra[i]![0], extra[i]![1]);
-    headers.set("content-type", PROBLEM_CONTENT_TYPE);
-    headers.set("cache-control", "no-store");
-    return new Response(body, { status, headers });
+    return new Response(body, init);
   };
 }

@@ -55,10 +55,18 @@ export function createRejectionCounter(maxEntries: number): RejectionCounter {
   const entries = new Map<string, Entry>();
   const capacity = Math.max(1, Math.floor(maxEntries));
 
-  /** Makes room for one more caller: past windows first, then the least recently refused. */
+  // Room is made a batch at a time. A Map keeps a deleted entry's place
+  // until it is next rebuilt, and iteration starts at the front, so dropping
+  // one caller per new one made each eviction step over every caller dropped
+  // before it: under a flood of fresh addresses (a 401 each) that scan was
+  // a tenth of the gateway's time. One pass that drops 1/64 of the callers
+  // serves the next 1/64 new ones.
+  const batch = Math.max(1, Math.floor(capacity / 64));
+
+  /** Makes room for new callers: past windows first, then the least recently refused, until `batch` slots are free. */
   function evictFor(windowStartMs: number): void {
     for (const [id, entry] of entries) {
-      if (entries.size < capacity && entry.windowStartMs >= windowStartMs) return;
+      if (entries.size <= capacity - batch && entry.windowStartMs >= windowStartMs) return;
       entries.delete(id);
     }
   }

@@ -90,7 +90,9 @@ describe("rejection counter", () => {
     expect(largest).toBe(1_000);
     // Each flood caller was refused once; the noisy one 200 times in one window.
     expect(events).toEqual([{ callerKey: noisy, category: "default", count: 101, windowStartMs: W0 }]);
-    expect(counter.size).toBe(1_000);
+    // Full, less at most the batch (1/64) the last eviction freed.
+    expect(counter.size).toBeGreaterThan(1_000 - 1_000 / 64);
+    expect(counter.size).toBeLessThanOrEqual(1_000);
   });
 
   it("drops callers of past windows before current ones when full", () => {
