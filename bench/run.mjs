@@ -8,7 +8,8 @@
 //   0. the engine bench (bench/engine.mjs via `npm run bench:engine`), when present
 //   1. end to end in workerd: (a) bare pass-through Worker, (b) Tollgate on a
 //      GET with a cached key, (c) Tollgate on a PUT upload with a quota,
-//      (d) Tollgate with mode "off", (e) (b) without the request log;
+//      (d) Tollgate with mode "off", (e) (b) without the request log,
+//      (f) (d) without the request log;
 //      interleaved rounds, throughput (closed loop) then latency (open loop
 //      at one fixed rate)
 //   2. the gateway's own CPU per request (workerd CPU time / answers, less
@@ -17,7 +18,7 @@
 //      stream with and without response_charge (bench/lib/gateway-cpu.mjs)
 //   3. D1 queries and Durable Object calls per 1,000 requests in (b) and (c)
 //   4. abuse: 20,000 random keys from random addresses, a legitimate probe
-//   5. CPU profiles of (b), a 429 and a 401, to say where their time goes
+//   5. CPU profiles of (b), a 429, a 401 and (d), to say where their time goes
 //   6. streams: messages/s through the gateway against a direct connection,
 //      and the isolate's heap per open stream (bench/lib/streams.mjs; alone:
 //      `npm run bench:streams`)
@@ -165,11 +166,12 @@ async function main() {
     const gateway = await startGateway("gateway", bundle, compat, originUrl, token, "enforce", {}, withJwt);
     const off = await startGateway("gateway-off", bundle, compat, originUrl, token, "off", {}, withJwt);
     const noLog = await startGateway("gateway-no-log", bundle, compat, originUrl, token, "enforce", {}, { ...withJwt, request_log: false });
+    const offNoLog = await startGateway("gateway-off-no-log", bundle, compat, originUrl, token, "off", {}, { ...withJwt, request_log: false });
     const key = await seedTenantAndKey(gateway.url, token, "bench", UNLIMITED_TENANT, "bench (b, c)");
     const noLogKey = await seedTenantAndKey(noLog.url, token, "bench", UNLIMITED_TENANT, "bench (e)");
     const auth = { authorization: `Bearer ${key}` };
     const e = SETTINGS.e2e;
-    log(`end to end: (a) ${bare.url}, (b, c) ${gateway.url}, (d) ${off.url}, (e) ${noLog.url}; throughput ${e.rounds} rounds × 5 targets × ${e.durationS} s, latency ${e.latencyRounds} rounds × 3 targets × ${e.latencyDurationS} s`);
+    log(`end to end: (a) ${bare.url}, (b, c) ${gateway.url}, (d) ${off.url}, (e) ${noLog.url}, (f) ${offNoLog.url}; throughput ${e.rounds} rounds × 6 targets × ${e.durationS} s, latency ${e.latencyRounds} rounds × 3 targets × ${e.latencyDurationS} s`);
     result.end_to_end = await runEndToEnd(
       {
         a: { url: bare.url },
@@ -177,10 +179,12 @@ async function main() {
         c: { url: gateway.url, headers: auth },
         d: { url: off.url, headers: auth },
         e: { url: noLog.url, headers: { authorization: `Bearer ${noLogKey}` } },
+        f: { url: offNoLog.url, headers: auth },
       },
       SETTINGS.e2e,
       log,
     );
+    await offNoLog.stop();
     await noLog.stop();
     await off.stop();
     await gateway.stop();
@@ -254,6 +258,16 @@ async function main() {
       if (SAVE_PROFILES) writeFileSync(join(RESULTS, `profile-${name}.cpuprofile`), JSON.stringify(profile));
     }
     await profiled.stop();
+    // (d): what mode "off" still does per request (the forward alone).
+    const offInspector = await freePort();
+    const off = await startGateway("profiled-off", bundle, compat, originUrl, token, "off", { inspectorPort: offInspector });
+    const offSpec = { url: off.url, kind: "get", path: "/bench/item?x=1", connections: SETTINGS.e2e.connections };
+    await runLoad({ ...offSpec, durationS: 2 });
+    log(`profiling off for ${SETTINGS.profileS} s through the inspector`);
+    const { profile: offProfile, result: offLoad } = await profileWhile(offInspector, "profiled-off", () => runLoad({ ...offSpec, durationS: SETTINGS.profileS }));
+    result.profiles.off = { seconds: SETTINGS.profileS, requests_per_s: offLoad.requests_per_s, status: offLoad.status, summary: summariseProfile(offProfile, "index.js", sourceMap, 20) };
+    if (SAVE_PROFILES) writeFileSync(join(RESULTS, "profile-off.cpuprofile"), JSON.stringify(offProfile));
+    await off.stop();
   }
 
   // 6. Streams.

@@ -5,9 +5,10 @@
 //       a small body with Content-Length, a hard quota nobody reaches,
 //   (d) Tollgate with mode "off" (every check skipped: the framework's and
 //       the forward's cost without the gateway's checks; diagnostic),
-//   (e) (b) with request_log off (the request-log line's cost; diagnostic).
-// Two phases, each in interleaved rounds (a, b, c, d, e, a, b, …) so the
-// machine's noise lands on every target alike; (d) and (e) run in the first
+//   (e) (b) with request_log off (the request-log line's cost; diagnostic),
+//   (f) (d) with request_log off (the forward alone; diagnostic).
+// Two phases, each in interleaved rounds (a, b, c, d, e, f, a, b, …) so the
+// machine's noise lands on every target alike; (d), (e) and (f) run in the first
 // only:
 //   1. throughput: closed loop (autocannon), the same connections and
 //      duration for each target; requests/s at saturation.
@@ -67,7 +68,7 @@ async function interleave(specs, rounds, perRun, log, phase) {
 }
 
 /**
- * targets: {a: {url}, b: {url, headers}, c: {url, headers}, d?: {url, headers}, e?: {url, headers}}
+ * targets: {a: {url}, b: {url, headers}, c: {url, headers}, d?: {url, headers}, e?: {url, headers}, f?: {url, headers}}
  * settings: {connections, warmupS, durationS, rounds, latencyRatePerS, latencyDurationS, latencyRounds}
  */
 export async function runEndToEnd(targets, settings, log) {
@@ -77,6 +78,7 @@ export async function runEndToEnd(targets, settings, log) {
     c: { label: "c", url: targets.c.url, kind: "upload", bodyBytes: UPLOAD_BODY_BYTES, headers: targets.c.headers },
     ...(targets.d ? { d: { label: "d", url: targets.d.url, kind: "get", path: PATH, headers: targets.d.headers } } : {}),
     ...(targets.e ? { e: { label: "e", url: targets.e.url, kind: "get", path: PATH, headers: targets.e.headers } } : {}),
+    ...(targets.f ? { f: { label: "f", url: targets.f.url, kind: "get", path: PATH, headers: targets.f.headers } } : {}),
   };
   const names = Object.keys(specs);
 
