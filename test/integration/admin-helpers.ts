@@ -5,7 +5,7 @@ import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test"
 import { env } from "cloudflare:workers";
 import { expect } from "vitest";
 import worker from "../../src/index";
-import { callGateway, type EnvOverrides, gatewayRequest } from "../helpers";
+import { callGateway, type EnvOverrides, gatewayRequest, unique } from "../helpers";
 
 export const ADMIN_TOKEN = "test-admin-token-0123456789abcdefghij";
 export const AUDITOR_TOKEN = "test-auditor-token-0123456789abcdefgh";
@@ -58,6 +58,14 @@ export interface Minted {
 
 export async function mintKey(config: Record<string, unknown>, tenant: string, body: Record<string, unknown> = { name: "test key" }): Promise<Minted> {
   return jsonOf<Minted>(await adminCall("POST", `/tenants/${tenant}/keys`, config, { body }), 201);
+}
+
+/** A new tenant (named `<prefix>-…`, made with `body`: its quota, limits) and a key minted for it. */
+export async function tenantWithKey(config: Record<string, unknown>, body: Record<string, unknown> = {}, prefix = "tk"): Promise<{ tenant: string; key: string; id: string }> {
+  const tenant = unique(prefix);
+  await createTenant(config, tenant, body);
+  const minted = await mintKey(config, tenant);
+  return { tenant, key: minted.key, id: minted.id };
 }
 
 /**

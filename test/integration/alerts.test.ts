@@ -191,6 +191,36 @@ describe("raising alerts", () => {
     expect(JSON.stringify(sent[0])).not.toContain(key);
   });
 
+  it("queues ledger.unavailable when a global limit's ledger fails, once a minute per isolate, with the requests decided by on_error", async () => {
+    const config = webhookConfig(unique("hook-ledger"), "", {
+      global: { on_error: "local" },
+      categories: { admin: { limits: { admin: [{ count: 100_000, window_s: 1 }] } }, request: { limits: { ip: [{ count: 100, window_s: 60, scope: "global" }] } } },
+    });
+    // The real ledger's ids, but every call on its stubs throws, as a reset object's would.
+    const failing = {
+      idFromName: (name: string) => env.LIMIT_LEDGER.idFromName(name),
+      get: () =>
+        new Proxy(
+          {},
+          {
+            get: () => () => {
+              throw new Error("Durable Object reset because its code was updated.");
+            },
+          },
+        ),
+    };
+    const { ALERTS, sent } = recordingQueue();
+    const ip = uniqueIp();
+    for (let i = 0; i < 3; i++) {
+      // on_error "local": decided on this isolate's own limits, and admitted.
+      expect((await callGateway(gatewayRequest("/ledger-down", { ip }), { TOLLGATE: config, ALERTS, LIMIT_LEDGER: failing }, { settle: true })).status).toBe(200);
+    }
+    await eventually(() => sent.length >= 1, "the ledger's alert is queued");
+    expect(sent).toHaveLength(1);
+    expect(sent[0]).toMatchObject({ type: "ledger.unavailable", data: { on_error: "local" } });
+    expect(JSON.stringify(sent[0])).not.toContain(ip);
+  });
+
   it("queues nothing without alerts.webhook_url", async () => {
     const config = testConfig({ categories: { admin: { limits: { admin: [{ count: 100_000, window_s: 1 }] } }, request: { limits: { ip: [{ count: 1, window_s: 60 }] } } }, audit: { threshold_rejections: 1, window_s: 60 } });
     const { ALERTS, sent } = recordingQueue();

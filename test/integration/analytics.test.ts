@@ -28,6 +28,7 @@ describe("Analytics Engine data points", () => {
     await createTenant(CONFIG, tenant);
     const { key, id } = await mintKey(CONFIG, tenant);
     const { ANALYTICS, points } = recordingDataset();
+    const sentAtMs = Date.now();
     const res = await callGateway(gatewayRequest("/things/a", { method: "PUT", ip: "198.51.100.90", headers: { authorization: `Bearer ${key}`, "content-length": "4", "x-origin-body-bytes": "7" }, body: "abcd" }), { TOLLGATE: CONFIG, ANALYTICS }, { settle: true });
     expect(res.status).toBe(200);
     expect(points).toHaveLength(1);
@@ -38,9 +39,11 @@ describe("Analytics Engine data points", () => {
     expect(status).toBe(200);
     expect(bytesIn).toBe(4);
     // The origin answers 7 bytes with Content-Length: bytes out are the answer's declared length.
-    expect(bytesOut).toBeGreaterThanOrEqual(0);
     expect(bytesOut).toBe(7);
+    // The request's own time: whole milliseconds, never more than the call took here.
+    expect(Number.isInteger(durationMs)).toBe(true);
     expect(durationMs).toBeGreaterThanOrEqual(0);
+    expect(durationMs).toBeLessThanOrEqual(Date.now() - sentAtMs);
     expect(cost).toBe(4);
   });
 

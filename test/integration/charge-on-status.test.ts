@@ -50,6 +50,25 @@ describe("charge_on_status", () => {
     expect((await problemOf(refused)).retry_after_ms).toBe(300_000);
   });
 
+  it("lets concurrent calls pass the limit by at most the number in flight, each charged once when it answers", async () => {
+    const gateway = clockedGateway(CONFIG);
+    const ip = uniqueIp();
+    const tag = unique("burst");
+    // Two failures charged: room for one more.
+    for (let i = 0; i < 2; i++) expect((await gateway.call(login(ip, tag, 401), { settle: true })).status).toBe(401);
+    // Eight slow failures at once: each finds that room before any of them is charged, so all eight reach the origin.
+    const slow = () => gatewayRequest("/login", { method: "POST", ip, body: "user=a", headers: { "x-origin-status": "401", "x-origin-delay-ms": "100", "x-test-tag": tag } });
+    const answers = await Promise.all(Array.from({ length: 8 }, () => gateway.call(slow(), { settle: true })));
+    expect(answers.map((a) => a.status)).toEqual(Array(8).fill(401));
+    expect(await originLog(tag)).toHaveLength(10);
+    // Ten units charged at one instant, 7 past the limit of 3 (fewer than the 8 in flight): the next fits once
+    // 8 of them are earned back, one every 300 s: 2,400 s.
+    const refused = await gateway.call(login(ip, tag, 401));
+    expect(refused.status).toBe(429);
+    expect((await problemOf(refused)).retry_after_ms).toBe(2_400_000);
+    expect(await originLog(tag)).toHaveLength(10);
+  });
+
   it("charges a status named by code as well as by class, and a 3xx not at all", async () => {
     const gateway = clockedGateway(CONFIG);
     const ip = uniqueIp();

@@ -9,18 +9,13 @@ import { SELF } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { eventually, originLog, runtimeOf, unique } from "../helpers";
-import { createTenant, mintKey, testConfig } from "./admin-helpers";
+import { testConfig, tenantWithKey as newTenantWithKey } from "./admin-helpers";
 
 const ADMIN = testConfig();
 /** The config SELF's requests run with: wrangler.toml's TOLLGATE (PUT /objects/:object stores, DELETE releases). */
 const SELF_CONFIG = (env as unknown as { TOLLGATE: unknown }).TOLLGATE;
 
-async function tenantWithKey(quota: Record<string, unknown> = {}): Promise<{ tenant: string; key: string; id: string }> {
-  const tenant = unique("hangup");
-  await createTenant(ADMIN, tenant, { quota });
-  const minted = await mintKey(ADMIN, tenant);
-  return { tenant, key: minted.key, id: minted.id };
-}
+const tenantWithKey = (quota: Record<string, unknown> = {}) => newTenantWithKey(ADMIN, { quota }, "hangup");
 
 function usageOf(tenant: string) {
   return env.TENANT_QUOTA.get(env.TENANT_QUOTA.idFromName(tenant)).usage();

@@ -7,7 +7,7 @@ import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { callGateway, clockedGateway, gatewayRequest, originLog, unique } from "../helpers";
-import { createTenant, mintKey, testConfig } from "./admin-helpers";
+import { testConfig, tenantWithKey as newTenantWithKey } from "./admin-helpers";
 
 const ROUTES = [
   { method: "PUT", path: "/objects/:object", quota: "store" },
@@ -19,12 +19,7 @@ function quotaStub(tenant: string) {
   return env.TENANT_QUOTA.get(env.TENANT_QUOTA.idFromName(tenant));
 }
 
-async function tenantWithKey(quota: Record<string, unknown>): Promise<{ tenant: string; key: string }> {
-  const tenant = unique("races");
-  await createTenant(CONFIG, tenant, { quota });
-  const minted = await mintKey(CONFIG, tenant);
-  return { tenant, key: minted.key };
-}
+const tenantWithKey = (quota: Record<string, unknown>) => newTenantWithKey(CONFIG, { quota }, "races");
 
 /**
  * A body of `bytes` bytes sent in two halves: `reading` resolves when the

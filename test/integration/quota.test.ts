@@ -1,7 +1,7 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { callGateway, type EnvOverrides, gatewayRequest, originLog, problemOf, unique } from "../helpers";
-import { countingQuota, createTenant, mintKey, testConfig } from "./admin-helpers";
+import { countingQuota, testConfig, tenantWithKey as newTenantWithKey } from "./admin-helpers";
 
 const CONFIG = testConfig({
   routes: [
@@ -43,12 +43,7 @@ function usageOf(tenant: string) {
   return env.TENANT_QUOTA.get(env.TENANT_QUOTA.idFromName(tenant)).usage();
 }
 
-async function tenantWithKey(quota: Record<string, unknown>): Promise<{ tenant: string; key: string }> {
-  const tenant = unique("quota");
-  await createTenant(CONFIG, tenant, { quota });
-  const minted = await mintKey(CONFIG, tenant);
-  return { tenant, key: minted.key };
-}
+const tenantWithKey = (quota: Record<string, unknown>) => newTenantWithKey(CONFIG, { quota }, "quota");
 
 describe("storage quotas at the edge", () => {
   it("refuses an upload over the hard quota with 403 quota_exceeded, before the origin sees it", async () => {

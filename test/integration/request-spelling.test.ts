@@ -7,7 +7,7 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { callGateway, gatewayRequest, originLog, problemOf, unique, uniqueIp } from "../helpers";
-import { countingDb, createTenant, mintKey, testConfig } from "./admin-helpers";
+import { countingDb, createTenant, mintKey, testConfig, tenantWithKey as newTenantWithKey } from "./admin-helpers";
 
 const ROUTES = [
   { method: "PUT", path: "/objects/:object", charges: { upload: 1 }, quota: "store" },
@@ -20,11 +20,7 @@ function usageOf(tenant: string) {
   return env.TENANT_QUOTA.get(env.TENANT_QUOTA.idFromName(tenant)).usage();
 }
 
-async function tenantWithKey(body: Record<string, unknown>): Promise<{ tenant: string; key: string }> {
-  const tenant = unique("spell");
-  await createTenant(CONFIG, tenant, body);
-  return { tenant, key: (await mintKey(CONFIG, tenant)).key };
-}
+const tenantWithKey = (body: Record<string, unknown>) => newTenantWithKey(CONFIG, body, "spell");
 
 describe("escaped unreserved characters (item 1)", () => {
   it("gives PUT /%6Fbjects/x the store route: 411, the quota, the upload charge, and the decoded path at the origin", async () => {

@@ -111,6 +111,38 @@ describe("the traffic flush", () => {
     expect(row?.n).toBe(8);
   });
 
+  it("prunes minutes older than retention_days, at most once an hour, refused callers too", async () => {
+    const DAY = 86_400_000;
+    const MINUTE = 60_000;
+    const tenant = unique("prune");
+    const caller = `key:${unique("pruned")}`;
+    const nowMs = Math.floor(Date.now() / MINUTE) * MINUTE;
+    const rowsAt = async () =>
+      (await env.DB.prepare("SELECT minute_ms AS m FROM traffic_minutely WHERE tenant = ? ORDER BY minute_ms").bind(tenant).all<{ m: number }>()).results.map((r) => (r.m - nowMs) / MINUTE);
+    const refusedAt = async () =>
+      (await env.DB.prepare("SELECT minute_ms AS m FROM traffic_refused WHERE caller = ? ORDER BY minute_ms").bind(caller).all<{ m: number }>()).results.map((r) => (r.m - nowMs) / MINUTE);
+    // Written long ago by another isolate: 8 days, 7 days less 20 minutes, 7 days less 2 hours, and 6 days before now.
+    const old = new TrafficRecorder();
+    for (const ago of [8 * DAY, 7 * DAY - 20 * MINUTE, 7 * DAY - 120 * MINUTE, 6 * DAY]) old.count(nowMs - ago, tenant, "rate_limited", caller);
+    await old.flushNow(database(env.DB), nowMs - 8 * DAY, options);
+    expect(await rowsAt()).toEqual([-8 * 1440, -7 * 1440 + 20, -7 * 1440 + 120, -6 * 1440]);
+    // A flush now prunes what is older than 7 days, in both tables.
+    const recorder = new TrafficRecorder();
+    recorder.count(nowMs, tenant, "admitted", null);
+    await recorder.flushNow(database(env.DB), nowMs, options);
+    expect(await rowsAt()).toEqual([-7 * 1440 + 20, -7 * 1440 + 120, -6 * 1440, 0]);
+    expect(await refusedAt()).toEqual([-7 * 1440 + 20, -7 * 1440 + 120, -6 * 1440]);
+    // Half an hour later the row 7 days less 20 minutes has aged out, but a prune waits for the hour.
+    recorder.count(nowMs + 30 * MINUTE, tenant, "admitted", null);
+    await recorder.flushNow(database(env.DB), nowMs + 30 * MINUTE, options);
+    expect(await rowsAt()).toEqual([-7 * 1440 + 20, -7 * 1440 + 120, -6 * 1440, 0, 30]);
+    // An hour after the last prune it goes; the one 7 days less 2 hours is still within them.
+    recorder.count(nowMs + 60 * MINUTE, tenant, "admitted", null);
+    await recorder.flushNow(database(env.DB), nowMs + 60 * MINUTE, options);
+    expect(await rowsAt()).toEqual([-7 * 1440 + 120, -6 * 1440, 0, 30, 60]);
+    expect(await refusedAt()).toEqual([-7 * 1440 + 120, -6 * 1440]);
+  });
+
   it("counts nothing with traffic.enabled false", async () => {
     const config = testConfig({ traffic: { enabled: false } });
     const runtime = runtimeOf(config);
