@@ -1,7 +1,7 @@
 // Schemas of the caller-operation, org and reconciliation calls (docs/design.md): bodies and queries the routes validate with, and the answers the
 // OpenAPI document describes. Registered in the same registry as schemas.ts.
 import { z } from "zod";
-import { isoOut, isoTimestamp, MAX_CALLER_KEY_CHARS, overrideSchema, quotaSchema, reasonSchema, registry, TENANT_SLUG, tenantSchema, tenantSlugSchema } from "./schemas";
+import { isoOut, isoTimestamp, limitParam, MAX_CALLER_KEY_CHARS, overrideSchema, quotaSchema, reasonSchema, registry, TENANT_SLUG, tenantSchema, tenantSlugSchema } from "./schemas";
 
 export const DEFAULT_PAGE = 50;
 export const MAX_PAGE = 200;
@@ -9,13 +9,6 @@ export const MAX_PAGE = 200;
 export const DEFAULT_RECONCILE_PAGE = 100;
 export const MAX_RECONCILE_PAGE = 200;
 
-function limitParam(max: number) {
-  return z
-    .string()
-    .regex(/^[1-9][0-9]{0,3}$/, "must be a whole number")
-    .transform(Number)
-    .pipe(z.number().max(max, `must be <= ${max}`));
-}
 
 const cursorSlug = z.string().regex(TENANT_SLUG, "must be a next_cursor from a previous page");
 

@@ -24,6 +24,19 @@ export const TENANT_SLUG_RULE = "must be 1 to 64 characters: lower-case letters,
 export const tenantSlugSchema = z.string().regex(TENANT_SLUG, TENANT_SLUG_RULE);
 export const keyIdSchema = z.string().regex(KEY_ID, "is not a key id (12 characters, 0-9 and a-z)");
 
+/**
+ * A page size in a query string: a whole number from 1 to `max`. Any run of
+ * digits is read as a number first, so a size past the bound is told so
+ * ("must be <= 200"), not that it is no whole number.
+ */
+export function limitParam(max: number) {
+  return z
+    .string()
+    .regex(/^[1-9][0-9]{0,8}$/, "must be a whole number > 0")
+    .transform(Number)
+    .pipe(z.number().max(max, `must be <= ${max}`));
+}
+
 const positiveInt = z.number("must be a number").int("must be a whole number").positive("must be > 0");
 const nonNegativeInt = z.number("must be a number").int("must be a whole number").min(0, "must be >= 0");
 
@@ -108,12 +121,7 @@ export const auditQuerySchema = z.strictObject({
   caller: z.string().max(MAX_CALLER_KEY_CHARS, "is too long").optional().describe("A caller key or block target; validated by the route"),
   since: isoTimestamp.optional(),
   cursor: z.string().regex(/^[1-9][0-9]{0,15}$/, "must be a next_cursor from a previous page").optional(),
-  limit: z
-    .string()
-    .regex(/^[1-9][0-9]{0,3}$/, "must be a whole number")
-    .transform(Number)
-    .pipe(z.number().max(MAX_AUDIT_PAGE, `must be <= ${MAX_AUDIT_PAGE}`))
-    .optional(),
+  limit: limitParam(MAX_AUDIT_PAGE).optional(),
 });
 
 // Answers (documentation only: the routes build them).

@@ -11,7 +11,7 @@ import { recentAlerts } from "../db/alerts";
 import { MINUTE_MS } from "../engine/traffic-counts";
 import { decisionKind, trafficFlushOptionsFor } from "../limits/traffic";
 import type { AdminEnv } from "./admin-env";
-import { isoTimestamp, tenantSlugSchema } from "./schemas";
+import { isoTimestamp, limitParam, tenantSlugSchema } from "./schemas";
 import { stored } from "./storage";
 import { invalid, validate } from "./validate";
 
@@ -31,7 +31,7 @@ const trafficQuerySchema = z.strictObject({
 const topRefusedQuerySchema = z.strictObject({
   minutes: z
     .string()
-    .regex(/^[1-9][0-9]{0,4}$/, "must be a whole number of minutes")
+    .regex(/^[1-9][0-9]{0,8}$/, "must be a whole number of minutes")
     .transform(Number)
     .pipe(z.number().max(MAX_TOP_REFUSED_MINUTES, `must be <= ${MAX_TOP_REFUSED_MINUTES}`))
     .optional(),
@@ -93,12 +93,7 @@ export const DEFAULT_ALERTS_PAGE = 50;
 export const MAX_ALERTS_PAGE = 200;
 
 const alertsQuerySchema = z.strictObject({
-  limit: z
-    .string()
-    .regex(/^[1-9][0-9]{0,2}$/, "must be a whole number")
-    .transform(Number)
-    .pipe(z.number().max(MAX_ALERTS_PAGE, `must be <= ${MAX_ALERTS_PAGE}`))
-    .optional(),
+  limit: limitParam(MAX_ALERTS_PAGE).optional(),
 });
 
 /** GET /alerts: the newest alerts with their delivery state and every attempt. */

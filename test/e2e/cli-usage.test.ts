@@ -136,6 +136,7 @@ describe("usage errors exit 2 with one line and send nothing", () => {
     ["--minutes that is not a count", ["top-refused", "--minutes", "0"], /--minutes: not a whole number above 0: '0'/],
     ["--minutes past a week", ["top-refused", "--minutes", "10081"], /--minutes: at most 10080/],
     ["--limit past 200", ["alerts", "--limit", "201"], /--limit: at most 200/],
+    ["an audit --limit in exponent form", ["audit", "--limit", "1e3"], /--limit: not a whole number from 1 to 100000: '1e3'/],
   ];
 
   it.each(cases)("refuses %s", async (_name, args, message) => {

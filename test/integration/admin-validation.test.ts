@@ -100,6 +100,14 @@ describe("admin validation", () => {
   it("refuses bad audit queries", async () => {
     await expectInvalid(await adminCall("GET", "/audit?limit=0", CONFIG), "limit");
     await expectInvalid(await adminCall("GET", "/audit?limit=500", CONFIG), "limit");
+    // A page size past the bound is told the bound, however many digits it has; one that is no number is told so.
+    for (const [path, max] of [["/audit", 200], ["/alerts", 200], ["/tenants", 200]] as const) {
+      for (const size of [String(max + 1), "1000000"]) {
+        const body = await problemOf(await adminCall("GET", `${path}?limit=${size}`, CONFIG));
+        expect({ field: body.field, detail: body.detail }).toEqual({ field: "limit", detail: expect.stringContaining(`must be <= ${max}`) });
+      }
+      expect((await problemOf(await adminCall("GET", `${path}?limit=1e3`, CONFIG))).detail).toContain("must be a whole number > 0");
+    }
     await expectInvalid(await adminCall("GET", "/audit?since=yesterday", CONFIG), "since");
     await expectInvalid(await adminCall("GET", "/audit?cursor=abc", CONFIG), "cursor");
     await expectInvalid(await adminCall("GET", "/audit?tenant=BAD", CONFIG), "tenant");

@@ -56,7 +56,8 @@ Examples:
   tollgate audit --kind usage_reconciled --json`)
     .action(async (/** @type {AuditOptions} */ options, /** @type {Command} */ command) => {
       const { client, output } = session(command, runtime);
-      const limit = Number(options.limit);
+      // Digits only: Number() would also take "1e3", "0x10" or " 5".
+      const limit = /^[0-9]{1,6}$/.test(options.limit) ? Number(options.limit) : Number.NaN;
       if (!Number.isInteger(limit) || limit < 1 || limit > 100_000) throw usageError(`--limit: not a whole number from 1 to 100000: '${options.limit}'`);
       const query = {
         kind: options.kind,
