@@ -25,6 +25,13 @@ describe.runIf(BROWSER_TESTS)("budget gauges in the console", () => {
     expect((await arrange("PUT", `/keys/${minted.id}/budgets/request`, { amount: 4, period: "day" })).status).toBe(201);
     expect((await arrange("PUT", `/orgs/${org}/budgets/request`, { amount: 100, period: "none" })).status).toBe(201);
     for (let i = 0; i < 3; i++) expect((await fetch(`${gateway().gatewayUrl}/metered`, { headers: { authorization: `Bearer ${minted.key}` } })).status).toBe(200);
+    // Eight more keys, every other one with a budget: the keys page reads them several at a time and shows them in the keys' order.
+    for (let i = 0; i < 8; i++) {
+      const more = (await arrange("POST", `/tenants/${tenant}/keys`, { name: `more-${i}` })).body as { id: string };
+      if (i % 2 === 0) expect((await arrange("PUT", `/keys/${more.id}/budgets/request`, { amount: 10 + i, period: "day" })).status).toBe(201);
+    }
+    const listed = ((await arrange("GET", `/tenants/${tenant}/keys`)).body as { keys: { name: string }[] }).keys.map((k) => k.name);
+    const budgeted = listed.filter((name) => name === "metered" || /^more-[0246]$/.test(name));
 
     const tab = await openConsole(browser);
     const { page } = tab;
@@ -36,7 +43,11 @@ describe.runIf(BROWSER_TESTS)("budget gauges in the console", () => {
     await screenshot(page, "budgets-tenant");
 
     await visit(page, `#/keys?tenant=${tenant}`, `Keys of ${tenant}`);
-    expect(await page.getByRole("meter", { name: "request · today" }).getAttribute("aria-valuetext")).toBe("3 of 4 (75%)");
+    expect(await page.locator(".gauge", { hasText: "3 of 4" }).count()).toBe(1);
+    expect(await page.locator(".gauge", { hasText: "3 of 4" }).getByRole("meter").getAttribute("aria-valuetext")).toBe("3 of 4 (75%)");
+    const groupNames = await page.locator("h3").evaluateAll((hs) => hs.map((h) => (h.firstChild?.textContent ?? "").trim()));
+    expect(groupNames.filter((n) => budgeted.includes(n))).toEqual(budgeted);
+    expect(await page.getByRole("meter", { name: "request · today" }).count()).toBe(5);
 
     await visit(page, `#/orgs/${org}`, `Org ${org}`);
     expect(await page.getByRole("meter", { name: "request · prepaid credits" }).getAttribute("aria-valuetext")).toBe("3 of 100 (3%)");
