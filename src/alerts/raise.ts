@@ -5,7 +5,8 @@
 import type { Exchange } from "../exchange";
 import { errorName, log } from "../log/logger";
 import { keepAlive } from "../utils/wait-until";
-import { callerIdOf, callerSubject } from "../limits/traffic";
+import { callerIdOf } from "../identity/caller-id";
+import { callerSubject } from "../limits/traffic";
 import { type AlertMessage, raiseAlert } from "./alert";
 
 /** One `block.hit` per block per hour, one `ledger.unavailable` per minute, per isolate. */

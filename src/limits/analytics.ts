@@ -16,6 +16,7 @@
 import type { Exchange } from "../exchange";
 import { ANONYMOUS_TENANT } from "../engine/traffic-counts";
 import { keepAlive } from "../utils/wait-until";
+import { callerIdOf } from "../identity/caller-id";
 import { callerSubject } from "./traffic";
 
 /** What a Workers Analytics Engine dataset binding offers (declared here: wrangler types only sees bindings wrangler.toml names). */
@@ -49,18 +50,17 @@ export function writeAnalytics(x: Exchange, status: number, bytesOut: number | n
       // Analytics is optional: a full or broken dataset never fails a request.
     }
   };
-  const caller = x.caller;
-  if (caller.kind !== "anonymous") {
-    write(caller.callerKey);
+  const callerKey = callerIdOf(x);
+  if (callerKey === null) {
+    write("");
     return;
   }
-  if (x.clientKey === "unknown") {
-    write("");
+  if (!callerKey.startsWith("ip:")) {
+    write(callerKey);
     return;
   }
   const runtime = x.runtime;
   const env = x.env;
-  const callerKey = `ip:${x.clientKey}`;
   keepAlive(
     x.ctx,
     (async () => {

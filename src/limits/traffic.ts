@@ -6,7 +6,7 @@
 import type { Bindings, Exchange, ExchangeRuntime } from "../exchange";
 import { database } from "../db/client";
 import type { TrafficFlushOptions } from "../db/traffic-recorder";
-import { parseApiKey, readCredential } from "../identity/api-key";
+import { callerIdOf } from "../identity/caller-id";
 import { auditSubject, isReadableSubject } from "../identity/audit-subject";
 
 const ADMITTED: ReadonlySet<string> = new Set(["admitted", "exempt", "off"]);
@@ -27,23 +27,6 @@ export function decisionKind(decision: string): "admitted" | "failure" | "refuse
 export function refusedCallerOf(x: Exchange): string | null {
   if (decisionKind(x.decision) !== "refused") return null;
   return callerIdOf(x);
-}
-
-/**
- * Who a request's caller is, as traffic and alerts name it: `key:<id>` or
- * `jwt:<hex>` once the credential step ran; a managed key refused by its
- * block before any lookup by the id its credential names; otherwise its
- * address `ip:<address or /64>` (held in memory only: written as a digest).
- */
-export function callerIdOf(x: Exchange): string | null {
-  const caller = x.caller;
-  if (caller.kind !== "anonymous") return caller.callerKey;
-  if (x.blockId !== null) {
-    const credential = readCredential(x.request.headers);
-    const key = credential === null ? null : parseApiKey(credential);
-    if (key !== null) return `key:${key.id}`;
-  }
-  return x.clientKey === "unknown" ? null : `ip:${x.clientKey}`;
 }
 
 /** Counts the request in this isolate's traffic rollups. */

@@ -3,6 +3,7 @@
 // cut at `?` (the Exchange's path has no query), the caller is named only by
 // tenant and key id.
 import type { Decision, Exchange } from "../exchange";
+import { callerIdOf } from "../identity/caller-id";
 
 export const REQUEST_LOG_FORMAT_VERSION = 1;
 
@@ -63,10 +64,9 @@ export function requestLogLine(x: Exchange, status: number, bytesOut: number | n
   );
 }
 
-/** The caller a refusal is counted against in a summary: the credential's key, or the address before one is known. */
+/** The caller a refusal is counted against in a summary, named as traffic and alerts name it (a key refused by its block as `key:<id>`). */
 function summaryCallerOf(x: Exchange): string {
-  const caller = x.caller;
-  return caller.kind === "anonymous" ? `ip:${x.clientKey}` : caller.callerKey;
+  return callerIdOf(x) ?? "ip:unknown";
 }
 
 /**

@@ -4,7 +4,7 @@
 // docs' SQL reads.
 import { describe, expect, it } from "vitest";
 import { callGateway, eventually, gatewayRequest, unique, uniqueIp } from "../helpers";
-import { createTenant, keyedCall, mintKey, testConfig } from "./admin-helpers";
+import { adminCall, createTenant, jsonOf, keyedCall, mintKey, testConfig } from "./admin-helpers";
 
 interface Point {
   indexes?: string[];
@@ -58,6 +58,18 @@ describe("Analytics Engine data points", () => {
     expect(last?.indexes).toEqual(["anonymous"]);
     expect(last?.blobs?.[3]).toMatch(/^hmac:[0-9a-f]{64}$/);
     expect(JSON.stringify(points)).not.toContain(ip);
+  });
+
+  it("names a key refused by its block, before any lookup, as key:<id>", async () => {
+    const tenant = unique("ae-blocked");
+    await createTenant(CONFIG, tenant);
+    const { key, id } = await mintKey(CONFIG, tenant);
+    await jsonOf(await adminCall("POST", "/blocks", CONFIG, { body: { target: `key:${id}` } }), 201);
+    const { ANALYTICS, points } = recordingDataset();
+    const res = await callGateway(gatewayRequest("/x", { ip: uniqueIp(), headers: { authorization: `Bearer ${key}` } }), { TOLLGATE: CONFIG, ANALYTICS }, { settle: true });
+    expect(res.status).toBe(403);
+    await eventually(() => points.length === 1, "the point is written");
+    expect(points[0]!.blobs).toEqual(["blocked", "request", "", `key:${id}`]);
   });
 
   it("writes nothing without the binding, and a broken dataset never fails a request", async () => {

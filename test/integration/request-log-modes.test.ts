@@ -3,8 +3,8 @@
 // the writer, the gateway's clock is the test's.
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { parseConfig } from "../../src/config";
-import { clockedGateway, gatewayRequest, uniqueIp } from "../helpers";
-import { testConfig } from "./admin-helpers";
+import { clockedGateway, gatewayRequest, unique, uniqueIp } from "../helpers";
+import { adminCall, createTenant, jsonOf, mintKey, testConfig } from "./admin-helpers";
 
 afterEach(() => {
   vi.restoreAllMocks();
@@ -59,6 +59,23 @@ describe("request_log", () => {
     expect(lines.filter((l) => l.decision === "admitted")).toHaveLength(3);
     expect(lines.filter((l) => l.decision === "rate_limited")).toHaveLength(1);
     expect(lines.filter((l) => l.event === "refusals_summarised")).toEqual([expect.objectContaining({ summarised: 4, by_decision: { rate_limited: 4 } })]);
+  });
+
+  it("names a key refused by its block as key:<id> in the summary, as traffic and alerts name it", async () => {
+    const config = testConfig({ request_log: "all", request_log_refusals_per_s: 1 });
+    const tenant = unique("log-blocked");
+    await createTenant(config, tenant);
+    const { key, id } = await mintKey(config, tenant);
+    await jsonOf(await adminCall("POST", "/blocks", config, { body: { target: `key:${id}` } }), 201);
+    const gw = clockedGateway(config, {}, T0);
+    const lines = capture();
+    for (let i = 0; i < 4; i++) {
+      gw.clock.nowMs = T0 + i;
+      expect((await gw.call(gatewayRequest("/blocked", { ip: uniqueIp(), headers: { authorization: `Bearer ${key}` } }))).status).toBe(403);
+    }
+    await gw.runtime.requestLog.flush();
+    const summary = lines.find((l) => l.event === "refusals_summarised");
+    expect(summary).toMatchObject({ summarised: 3, by_decision: { blocked: 3 }, top_callers: { [`key:${id}`]: 3 } });
   });
 
   it("\"refusals\" writes the refusals' lines and no admitted one", async () => {
