@@ -51,8 +51,27 @@ export function trafficFlushOptionsFor(runtime: Pick<ExchangeRuntime, "keyCheck"
 export async function callerSubject(runtime: Pick<ExchangeRuntime, "keyCheck">, env: Bindings, nowMs: number, callerKey: string): Promise<string> {
   if (isReadableSubject(callerKey)) return callerKey;
   const key = await runtime.keyCheck.auditKey(database(env.DB), nowMs, true);
-  return auditSubject(key!, callerKey);
+  if (key !== subjectsKey) {
+    subjects.clear();
+    subjectsKey = key;
+  }
+  const known = subjects.get(callerKey);
+  if (known !== undefined) return known;
+  const subject = await auditSubject(key!, callerKey);
+  // Bounded by starting over, not by evicting one at a time (a Map steps over its deleted entries from the front).
+  if (subjects.size >= MAX_REMEMBERED_SUBJECTS) subjects.clear();
+  subjects.set(callerKey, subject);
+  return subject;
 }
+
+/**
+ * Digests this isolate computed lately, for the key they were computed with:
+ * with an ANALYTICS binding every anonymous request names its address, and a
+ * caller who keeps calling costs one HMAC, not one per request.
+ */
+const MAX_REMEMBERED_SUBJECTS = 4_096;
+const subjects = new Map<string, string>();
+let subjectsKey: CryptoKey | null = null;
 
 /** The same, for the request that starts a flush. */
 export function trafficFlushOptions(x: Exchange): TrafficFlushOptions {

@@ -2,7 +2,7 @@
 // stores nothing, so the tests hand the Worker a wrapping dataset that
 // records every point, and check one point per request with the fields the
 // docs' SQL reads.
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { callGateway, eventually, gatewayRequest, unique, uniqueIp } from "../helpers";
 import { adminCall, createTenant, jsonOf, keyedCall, mintKey, testConfig } from "./admin-helpers";
 
@@ -58,6 +58,22 @@ describe("Analytics Engine data points", () => {
     expect(last?.indexes).toEqual(["anonymous"]);
     expect(last?.blobs?.[3]).toMatch(/^hmac:[0-9a-f]{64}$/);
     expect(JSON.stringify(points)).not.toContain(ip);
+  });
+
+  it("digests an address once, not once per request", async () => {
+    const ip = uniqueIp();
+    const { ANALYTICS, points } = recordingDataset();
+    await callGateway(gatewayRequest("/x", { ip }), { TOLLGATE: CONFIG, ANALYTICS }, { settle: true });
+    const sign = vi.spyOn(crypto.subtle, "sign");
+    try {
+      for (let i = 0; i < 4; i++) await callGateway(gatewayRequest("/x", { ip }), { TOLLGATE: CONFIG, ANALYTICS }, { settle: true });
+      await eventually(() => points.length === 5, "every point is written");
+      expect(new Set(points.map((p) => p.blobs?.[3])).size).toBe(1);
+      expect(points[0]!.blobs?.[3]).toMatch(/^hmac:[0-9a-f]{64}$/);
+      expect(sign).not.toHaveBeenCalled();
+    } finally {
+      sign.mockRestore();
+    }
   });
 
   it("names a key refused by its block, before any lookup, as key:<id>", async () => {
