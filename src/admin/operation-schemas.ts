@@ -9,7 +9,6 @@ export const MAX_PAGE = 200;
 export const DEFAULT_RECONCILE_PAGE = 100;
 export const MAX_RECONCILE_PAGE = 200;
 
-
 const cursorSlug = z.string().regex(TENANT_SLUG, "must be a next_cursor from a previous page");
 
 /** `?cursor=<slug>&limit=` for tenants and orgs. */

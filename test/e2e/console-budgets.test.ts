@@ -48,6 +48,7 @@ describe.runIf(BROWSER_TESTS)("budget gauges in the console", () => {
     const groupNames = await page.locator("h3").evaluateAll((hs) => hs.map((h) => (h.firstChild?.textContent ?? "").trim()));
     expect(groupNames.filter((n) => budgeted.includes(n))).toEqual(budgeted);
     expect(await page.getByRole("meter", { name: "request · today" }).count()).toBe(5);
+    await screenshot(page, "budgets-keys");
 
     await visit(page, `#/orgs/${org}`, `Org ${org}`);
     expect(await page.getByRole("meter", { name: "request · prepaid credits" }).getAttribute("aria-valuetext")).toBe("3 of 100 (3%)");
