@@ -10,11 +10,22 @@
 // headers, a problem+json body of the same shape and size, serialised per
 // request): what such an answer costs the runtime itself, with no check
 // before it.
+//
+// With the binding CONTRACT ("log" or "no-log") it forwards as (b) must by
+// the gateway's contract, and does nothing else: no key lookup, no limiter,
+// no usage count. The origin request's headers are the client's less the
+// names a gateway may not pass on, plus who is calling; the answer is the
+// origin's less its hop-by-hop names, plus the RateLimit headers of two
+// policies; the request's settlement is kept alive with waitUntil; and with
+// "log" one JSON line of the request log's size is written per request. Its
+// throughput against (a) is the most any gateway keeping that contract can
+// reach in this runtime; (b) against it is what Tollgate's checks cost.
 export default {
-  async fetch(request, env) {
+  async fetch(request, env, ctx) {
     const url = new URL(request.url);
     if (url.pathname === "/bench/local") return new Response("ok", { headers: { "content-type": "text/plain" } });
     if (url.pathname === "/bench/problem") return problem429(Date.now() % 1000);
+    if (env.CONTRACT !== undefined) return contractForward(request, url, env, ctx);
     const hasBody = request.method !== "GET" && request.method !== "HEAD";
     return fetch(env.ORIGIN_URL + url.pathname + url.search, {
       method: request.method,
@@ -51,4 +62,38 @@ function problem429(retryAfterMs) {
       "cache-control": "no-store",
     },
   });
+}
+
+/** Request names a gateway may not pass to the origin (hop-by-hop, the addresses and identity it writes itself, method overrides). */
+const NOT_FORWARDED = ["connection", "keep-alive", "te", "trailer", "transfer-encoding", "upgrade", "proxy-authorization", "proxy-authenticate", "proxy-connection", "forwarded", "x-forwarded-host", "x-forwarded-for", "x-real-ip", "true-client-ip", "x-client-ip", "x-cluster-client-ip", "x-tollgate-tenant", "x-tollgate-key-id", "x-tollgate-caller", "x-http-method-override", "x-http-method", "x-method-override"];
+const HOP_BY_HOP = NOT_FORWARDED.slice(0, 9);
+
+async function contractForward(request, url, env, ctx) {
+  const startedAt = Date.now();
+  const headers = new Headers(request.headers);
+  for (let i = 0; i < NOT_FORWARDED.length; i++) headers.delete(NOT_FORWARDED[i]);
+  const address = request.headers.get("cf-connecting-ip") ?? "127.0.0.1";
+  headers.set("x-forwarded-for", address);
+  headers.set("x-real-ip", address);
+  headers.set("x-tollgate-tenant", "bench");
+  headers.set("x-tollgate-key-id", "k0123456789a");
+  const hasBody = request.method !== "GET" && request.method !== "HEAD";
+  const origin = await fetch(env.ORIGIN_URL + url.pathname + url.search, { method: request.method, headers, body: hasBody ? request.body : null, redirect: "manual" });
+  const answer = new Response(origin.body, origin);
+  const out = answer.headers;
+  for (let i = 0; i < HOP_BY_HOP.length; i++) out.delete(HOP_BY_HOP[i]);
+  const remaining = 999_999_999 - (startedAt % 1000);
+  out.set("ratelimit-policy", '"request-key-1s";q=1000000000;w=1, "request-tenant-1s";q=1000000000;w=1');
+  out.set("ratelimit", `"request-key-1s";r=${remaining};t=0`);
+  out.set("x-ratelimit-limit", "1000000000");
+  out.set("x-ratelimit-remaining", String(remaining));
+  out.set("x-ratelimit-reset", "0");
+  const length = origin.headers.get("content-length");
+  ctx.waitUntil(Promise.resolve());
+  if (env.CONTRACT === "log") {
+    console.log(
+      `{"level":"info","event":"request","format_version":1,"at_unix_ms":${startedAt},"tenant":"bench","key_id":"k0123456789a","method":${JSON.stringify(request.method)},"path":${JSON.stringify(url.pathname)},"status":${origin.status},"decision":"admitted","duration_ms":${Date.now() - startedAt},"bytes_in":0,"bytes_out":${length === null ? "null" : Number(length)}}`,
+    );
+  }
+  return answer;
 }

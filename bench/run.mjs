@@ -9,7 +9,13 @@
 //   1. end to end in workerd: (a) bare pass-through Worker, (b) Tollgate on a
 //      GET with a cached key, (c) Tollgate on a PUT upload with a quota,
 //      (d) Tollgate with mode "off", (e) (b) without the request log,
-//      (f) (d) without the request log;
+//      (f) (d) without the request log, and two controls: (g) the bare
+//      Worker doing only what the contract asks of (b) (headers, RateLimit
+//      headers, waitUntil, the log line), (h) the same without the line;
+//      and the refusals by throughput: (r) a 429 and (u) a 401 from (b)'s
+//      gateway against the bare Worker answering by itself ((l), and (lf)
+//      with the flood's random headers), and (p) the bare Worker answering
+//      the same 429;
 //      interleaved rounds, throughput (closed loop) then latency (open loop
 //      at one fixed rate)
 //   2. the gateway's own CPU per request (workerd CPU time / answers, less
@@ -167,11 +173,14 @@ async function main() {
     const off = await startGateway("gateway-off", bundle, compat, originUrl, token, "off", {}, withJwt);
     const noLog = await startGateway("gateway-no-log", bundle, compat, originUrl, token, "enforce", {}, { ...withJwt, request_log: false });
     const offNoLog = await startGateway("gateway-off-no-log", bundle, compat, originUrl, token, "off", {}, { ...withJwt, request_log: false });
+    const contract = await startWorker({ name: "bare-contract", scriptPath: join(BENCH, "bare-worker.js"), bindings: { ORIGIN_URL: originUrl, CONTRACT: "log" }, compat });
+    const contractNoLog = await startWorker({ name: "bare-contract-no-log", scriptPath: join(BENCH, "bare-worker.js"), bindings: { ORIGIN_URL: originUrl, CONTRACT: "no-log" }, compat });
     const key = await seedTenantAndKey(gateway.url, token, "bench", UNLIMITED_TENANT, "bench (b, c)");
     const noLogKey = await seedTenantAndKey(noLog.url, token, "bench", UNLIMITED_TENANT, "bench (e)");
+    const exhausted = await seedTenantAndKey(gateway.url, token, "exhausted", EXHAUSTED_TENANT, "over its limit (r)");
     const auth = { authorization: `Bearer ${key}` };
     const e = SETTINGS.e2e;
-    log(`end to end: (a) ${bare.url}, (b, c) ${gateway.url}, (d) ${off.url}, (e) ${noLog.url}, (f) ${offNoLog.url}; throughput ${e.rounds} rounds × 6 targets × ${e.durationS} s, latency ${e.latencyRounds} rounds × 3 targets × ${e.latencyDurationS} s`);
+    log(`end to end: (a) ${bare.url}, (b, c) ${gateway.url}, (d) ${off.url}, (e) ${noLog.url}, (f) ${offNoLog.url}, (g) ${contract.url}, (h) ${contractNoLog.url}, refusals (l, lf, p on (a); r, u on (b)); throughput ${e.rounds} rounds × 13 targets × ${e.durationS} s, latency ${e.latencyRounds} rounds × 3 targets × ${e.latencyDurationS} s`);
     result.end_to_end = await runEndToEnd(
       {
         a: { url: bare.url },
@@ -180,10 +189,15 @@ async function main() {
         d: { url: off.url, headers: auth },
         e: { url: noLog.url, headers: { authorization: `Bearer ${noLogKey}` } },
         f: { url: offNoLog.url, headers: auth },
+        g: { url: contract.url, headers: auth },
+        h: { url: contractNoLog.url, headers: auth },
+        refusals: { exhaustedHeaders: { authorization: `Bearer ${exhausted}` } },
       },
       SETTINGS.e2e,
       log,
     );
+    await contractNoLog.stop();
+    await contract.stop();
     await offNoLog.stop();
     await noLog.stop();
     await off.stop();
@@ -201,7 +215,9 @@ async function main() {
     const exhausted = await seedTenantAndKey(gateway.url, token, "exhausted", EXHAUSTED_TENANT, "over its limit (cpu)");
     const c = SETTINGS.cpu;
     log(`gateway CPU per request: ${c.rounds} rounds × ${c.durationS} s per case, workerd CPU time per answer (bare ${bare.url}, gateway ${gateway.url})`);
-    result.gateway_cpu = await runGatewayCpu({ bare, gateway, keys: { hot, exhausted }, jwt }, c, log);
+    const contract = await startWorker({ name: "bare-cpu-contract", scriptPath: join(BENCH, "bare-worker.js"), bindings: { ORIGIN_URL: originUrl, CONTRACT: "log" }, compat });
+    result.gateway_cpu = await runGatewayCpu({ bare, contract, gateway, keys: { hot, exhausted }, jwt }, c, log);
+    await contract.stop();
     await gateway.stop();
     await bare.stop();
   }

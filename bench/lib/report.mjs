@@ -8,6 +8,13 @@ const NAMES = {
   d: "(d) Tollgate, mode \"off\" (diagnostic)",
   e: "(e) (b) with request_log off (diagnostic)",
   f: "(f) (d) with request_log off (diagnostic)",
+  g: "(g) control: bare Worker doing only what the contract asks of (b)",
+  h: "(h) control: (g) without the request-log line",
+  l: "(l) bare Worker answering by itself (no fetch)",
+  lf: "(lf) (l) with the flood's random keys and addresses",
+  p: "(p) bare Worker answering a 429 of the gateway's shape (no checks)",
+  r: "(r) Tollgate's 429 (a key over its limit)",
+  u: "(u) Tollgate's 401 (made-up keys from fresh addresses)",
 };
 
 function fmtRange(r, digits = 2) {
@@ -29,7 +36,10 @@ export function evaluateTargets(r) {
     const thr = e2e.throughput.ratios["b/a"].throughput;
     const p99 = e2e.latency.ratios["b/a"].p99;
     const p99Sat = e2e.throughput.ratios["b/a"].p99;
-    push("b/a throughput ≥ 0.90", `${fmtRange(thr)} (closed loop, ${e2e.settings.connections} connections)`, thr.median >= 0.9, thr.median >= 0.9 ? "" : `gap ${round(0.9 - thr.median, 2)}: (b) serves ${Math.round((1 - thr.median) * 100)} % fewer requests/s than (a)`);
+    const contract = e2e.throughput.ratios["g/a"]?.throughput;
+    const overContract = e2e.throughput.ratios["b/g"]?.throughput;
+    const contractNote = contract ? `; (g), a bare Worker doing only what the contract asks of (b), ${fmtRange(contract)} of (a); (b) ${fmtRange(overContract)} of (g)` : "";
+    push("b/a throughput ≥ 0.90", `${fmtRange(thr)} (closed loop, ${e2e.settings.connections} connections)`, thr.median >= 0.9, (thr.median >= 0.9 ? "" : `gap ${round(0.9 - thr.median, 2)}: (b) serves ${Math.round((1 - thr.median) * 100)} % fewer requests/s than (a)`) + contractNote);
     push(
       "b/a p99 latency ≤ 1.15",
       `${fmtRange(p99)} at a fixed ${e2e.latency.rate_per_s} req/s; ${fmtRange(p99Sat)} at saturation`,
@@ -43,9 +53,26 @@ export function evaluateTargets(r) {
         'mode "off" (d) throughput ≥ 0.95 of (a)',
         `${fmtRange(off)}`,
         off.median >= 0.95,
-        (off.median >= 0.95 ? "" : `gap ${round(0.95 - off.median, 2)}`) + (bare ? `; (f), the same without its request-log line: ${fmtRange(bare)}` : ""),
+        (off.median >= 0.95 ? "" : `gap ${round(0.95 - off.median, 2)}`) + (bare ? `; (f), the same without its request-log line: ${fmtRange(bare)}` : "") + (contract ? `; (d) ${fmtRange(e2e.throughput.ratios["d/g"]?.throughput)} of (g), the contract's work alone` : ""),
       );
     }
+  }
+  const ref = e2e?.refusals;
+  if (ref) {
+    const o = ref.own_us;
+    const us = (x) => `${x.median.toFixed(0)} µs`;
+    push(
+      "a 429 costs ≤ ¼ of an admitted request's own cost (by throughput)",
+      `${fmtRange(ref.rate_limited_vs_key)}× ((r) ${us(o.rate_limited)} over (l), against (b) ${us(o.key)} over (a))`,
+      ref.rate_limited_vs_key.median <= 0.25,
+      `the bare Worker's same 429 (p) costs ${us(o.bare_problem)} over (l); the 429 less it, the gateway's checks before it: ${fmtRange(ref.rate_limited_checks_vs_key)}× of (b)'s own${o.contract ? `; (b)'s own less the contract's work (g, ${us(o.contract)}): ${(o.key.median - o.contract.median).toFixed(0)} µs` : ""}`,
+    );
+    push(
+      "a 401 costs ≤ ¼ of an admitted request's own cost (by throughput)",
+      `${fmtRange(ref.invalid_key_vs_key)}× ((u) ${us(o.invalid_key)} over (lf))`,
+      ref.invalid_key_vs_key.median <= 0.25,
+      ref.invalid_key_vs_key.median <= 0.25 ? "" : `gap ${round(ref.invalid_key_vs_key.median - 0.25, 2)}×`,
+    );
   }
   const counts = r.counts;
   if (counts) {
@@ -141,14 +168,14 @@ export function markdownSummary(r) {
     const l = e2e.latency.summary;
     const usPerRequest = (x) => round((1 / t[x].requests_per_s - 1 / t.a.requests_per_s) * 1e6, 0);
     out.push(
-      `Added per request: at ${e2e.latency.rate_per_s} req/s, (b) adds ${round(l.b.p50_ms - l.a.p50_ms, 2)} ms at p50 and (c) ${round(l.c.p50_ms - l.a.p50_ms, 2)} ms; at saturation the workerd spends ${usPerRequest("b")} µs more per request on (b) than on (a), ${usPerRequest("c")} µs more on (c)${t.d ? `, ${usPerRequest("d")} µs more with mode "off" (d)` : ""}${t.e ? `, ${usPerRequest("e")} µs more for (b) without its request-log line (e)` : ""}${t.f ? `, ${usPerRequest("f")} µs more for (d) without it (f)` : ""}.`,
+      `Added per request: at ${e2e.latency.rate_per_s} req/s, (b) adds ${round(l.b.p50_ms - l.a.p50_ms, 2)} ms at p50 and (c) ${round(l.c.p50_ms - l.a.p50_ms, 2)} ms; at saturation the workerd spends ${usPerRequest("b")} µs more per request on (b) than on (a), ${usPerRequest("c")} µs more on (c)${t.d ? `, ${usPerRequest("d")} µs more with mode "off" (d)` : ""}${t.e ? `, ${usPerRequest("e")} µs more for (b) without its request-log line (e)` : ""}${t.f ? `, ${usPerRequest("f")} µs more for (d) without it (f)` : ""}${t.g ? `; the controls: ${usPerRequest("g")} µs more for the contract's work alone (g), ${usPerRequest("h")} µs without its line (h)` : ""}.`,
     );
     out.push("");
     const bad = [...Object.entries(e2e.throughput.summary), ...Object.entries(e2e.latency.summary)].filter(([, v]) => v.non_2xx > 0 || v.errors > 0);
     out.push(
       bad.length === 0
-        ? "Every response in both phases was 2xx; no socket errors."
-        : `Not all 2xx: ${bad.map(([n, v]) => `${n} ${v.non_2xx} non-2xx, ${v.errors} socket errors${Object.keys(v.error_codes ?? {}).length ? ` ${JSON.stringify(v.error_codes)}` : ""}`).join("; ")}.`,
+        ? "Every response in both phases was as expected (2xx, or the refusal a target is made of); no socket errors."
+        : `Not all as expected (2xx, or the refusal a target is made of): ${bad.map(([n, v]) => `${n} ${v.non_2xx} non-2xx, ${v.errors} socket errors${Object.keys(v.error_codes ?? {}).length ? ` ${JSON.stringify(v.error_codes)}` : ""}`).join("; ")}.`,
     );
     out.push("");
   }
