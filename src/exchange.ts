@@ -184,6 +184,14 @@ export class Exchange {
   clientKey = "unknown";
   /** The parsed client address (null when unknown), for network blocks. */
   clientIp: ParsedAddress | null = null;
+  /**
+   * The request's credential (a Bearer token, else X-Api-Key), read from its
+   * headers once by `credentialOf` (src/identity/caller-id.ts) for every step
+   * and output that needs it; undefined until then.
+   */
+  credential: string | null | undefined = undefined;
+  /** Set with `credential`: a Bearer token and an X-Api-Key that differ came together. */
+  credentialConflict = false;
   caller: Caller = ANONYMOUS_UNKNOWN;
   route: RouteMatch | null = null;
   /** True for exempt paths and `mode: "off"`: no check runs, nothing is charged. */

@@ -92,28 +92,22 @@ export function isKeyId(id: string): boolean {
 }
 
 /**
- * The credential a request presents: `Authorization: Bearer <x>` first, then
- * `X-Api-Key`. Null when neither is present (an Authorization header with
- * another scheme counts as absent, so Basic auth meant for the origin passes
- * through as anonymous). An empty bearer value is returned as "" — present but
- * malformed.
+ * The request's credential and whether it came with a second, different one,
+ * from one read of each header: `Authorization: Bearer <x>` first, then
+ * `X-Api-Key` (trimmed). Null when neither is present (an Authorization
+ * header with another scheme counts as absent, so Basic auth meant for the
+ * origin passes through as anonymous); an empty bearer value is "", present
+ * but malformed. Two that differ (after trimming) make `conflicting` true: charging one while
+ * an origin that reads the other serves it would put one caller's use on
+ * another's limits, so such a request is refused. The same value in both is
+ * one credential.
  */
-export function readCredential(headers: Headers): string | null {
+export function readCredentials(headers: Headers): { readonly credential: string | null; readonly conflicting: boolean } {
   const bearer = bearerToken(headers.get("authorization"));
-  if (bearer !== null) return bearer;
   const apiKey = headers.get("x-api-key");
-  return apiKey === null ? null : apiKey.trim();
+  const trimmed = apiKey === null ? null : apiKey.trim();
+  if (bearer === null) return trimmed === null ? NO_CREDENTIAL : { credential: trimmed, conflicting: false };
+  return { credential: bearer, conflicting: trimmed !== null && trimmed !== bearer };
 }
 
-/**
- * Whether the request carries two different credentials: a Bearer token and
- * an `X-Api-Key` that differ (after trimming). Charging one while an origin
- * that reads the other serves it would put one caller's use on another's
- * limits, so such a request is refused. The same value in both is one credential.
- */
-export function hasConflictingCredentials(headers: Headers): boolean {
-  const apiKey = headers.get("x-api-key");
-  if (apiKey === null) return false;
-  const bearer = bearerToken(headers.get("authorization"));
-  return bearer !== null && bearer !== apiKey.trim();
-}
+const NO_CREDENTIAL = Object.freeze({ credential: null, conflicting: false });

@@ -11,7 +11,7 @@ import type { PolicyCache, PolicySnapshot } from "../cache/policy-cache";
 import type { Caller, Exchange } from "../exchange";
 import { database } from "../db/client";
 import { fixedProblem, problem, type ProblemCode } from "../errors";
-import { hasConflictingCredentials, readCredential } from "../identity/api-key";
+import { credentialOf } from "../identity/caller-id";
 import { type CredentialOutcome, type CredentialVerifier, verifyCredential } from "../identity/credential";
 import { log } from "../log/logger";
 import { AUTH_FAILURE_CATEGORY, type AuthFailureGate, authFailuresResponse } from "./auth-gate";
@@ -137,13 +137,13 @@ export function authenticate(options: AuthenticateOptions): Check {
 
   return function authenticateStep(x) {
     const nowMs = x.startedAtMs;
-    const credential = readCredential(x.request.headers);
+    const credential = credentialOf(x);
     if (credential === null) {
       if (deny) return refused(x, nowMs, "credential_required", credentialRequired());
       return asAnonymous(x, nowMs);
     }
     // Two different credentials: refused before any lookup, charged nothing.
-    if (hasConflictingCredentials(x.request.headers)) {
+    if (x.credentialConflict) {
       return refused(x, nowMs, "ambiguous_credential", problem("ambiguous_credential", { detail: "The request carries two different credentials (Authorization and X-Api-Key)." }));
     }
     const gateNow = gate.check(x.clientKey, nowMs);

@@ -6,7 +6,8 @@ import type { PolicyCache, PolicySnapshot } from "../cache/policy-cache";
 import type { Exchange } from "../exchange";
 import { database } from "../db/client";
 import { fixedProblem } from "../errors";
-import { parseApiKey, readCredential } from "../identity/api-key";
+import { parseApiKey } from "../identity/api-key";
+import { credentialOf } from "../identity/caller-id";
 import { keepAlive } from "../utils/wait-until";
 import type { Check, CheckResult } from "./check";
 
@@ -59,7 +60,7 @@ function blockedBy(x: Exchange, snapshot: PolicySnapshot): CheckResult {
   let blocked = snapshot.blockOf(`ip:${x.clientKey}`, nowMs) ?? (x.clientIp === null ? null : snapshot.netBlockOf(x.clientIp, nowMs));
   if (blocked === null) {
     // A managed key names its id in clear: a blocked key is refused before any lookup.
-    const credential = readCredential(x.request.headers);
+    const credential = credentialOf(x);
     const key = credential === null ? null : parseApiKey(credential);
     if (key !== null) blocked = snapshot.blockOf(`key:${key.id}`, nowMs);
   }
