@@ -141,6 +141,29 @@ export function problem(code: ProblemCode, options: ProblemOptions): Response {
 }
 
 /**
+ * A writer of one code's problems whose detail and extra members change per
+ * answer (a 429's `retry_after_ms`): the members that never change are
+ * serialised once, when the writer is made; an answer joins them with its
+ * detail and `extrasJson` (its extra members as JSON text, each `,"name":value`,
+ * in the order problem() would write them) and gives the Response `headers`
+ * (lower-case names; the problem's own are added) as they are. The text is
+ * problem()'s, for a fraction of its cost: no object built and walked, one
+ * string joined (a test compares the two). Refusals are what a flood costs.
+ * @example const write = problemWriter("rate_limited"); return write(detail, `,"retry_after_ms":${ms}`, { "retry-after": "1" });
+ */
+export function problemWriter(code: ProblemCode): (detail: string, extrasJson: string, headers: Record<string, string>) => Response {
+  const info = PROBLEMS[code];
+  const status = info.status;
+  const head = `{"type":${JSON.stringify(PROBLEM_TYPE_BASE + code)},"title":${JSON.stringify(info.title)},"status":${status},"detail":`;
+  const middle = `,"code":${JSON.stringify(code)},"hint":${JSON.stringify(info.hint)}`;
+  return function writeProblem(detail, extrasJson, headers) {
+    headers["content-type"] = PROBLEM_CONTENT_TYPE;
+    headers["cache-control"] = "no-store";
+    return new Response(`${head}${JSON.stringify(detail)}${middle}${extrasJson}}`, { status, headers });
+  };
+}
+
+/**
  * A problem whose body and headers never change (a refusal's fixed answer),
  * serialised once when it is compiled: each call answers a fresh Response
  * (a body is read once, and the gateway sets its own headers on the answer)

@@ -5,16 +5,21 @@
 // RateLimit headers. Never names the subject.
 import type { Charge, Decision } from "../engine/gcra";
 import { type HeaderVersion, rateLimitHeaders, retryAfterSeconds, violatedPolicies } from "../engine/rate-limit-headers";
-import { problem } from "../errors";
+import { problemWriter } from "../errors";
 
+const writeRateLimited = problemWriter("rate_limited");
+
+/** The answer, written as problem() would write it (a test compares them) without building its body as an object first. */
 export function rateLimitedResponse(decision: Decision, charges: readonly Charge[], version: HeaderVersion = "draft-11"): Response {
   const category = charges[decision.deniedChargeIndex]?.category ?? "request";
-  const headers: [string, string][] = [];
-  for (const [name, value] of rateLimitHeaders(decision, charges, version)) headers.push([name, value]);
-  headers.push(["retry-after", String(retryAfterSeconds(decision.retryAfterMs))]);
-  return problem("rate_limited", {
-    detail: `Rate limit exceeded in category "${category}": the same request is admitted in ${decision.retryAfterMs} ms.`,
-    extras: { category, retry_after_ms: decision.retryAfterMs, "violated-policies": violatedPolicies(decision, charges) },
+  const retryAfterMs = decision.retryAfterMs;
+  const headers: Record<string, string> = {};
+  for (const [name, value] of rateLimitHeaders(decision, charges, version)) headers[name.toLowerCase()] = value;
+  headers["retry-after"] = String(retryAfterSeconds(retryAfterMs));
+  const categoryJson = JSON.stringify(category);
+  return writeRateLimited(
+    `Rate limit exceeded in category "${category}": the same request is admitted in ${retryAfterMs} ms.`,
+    `,"category":${categoryJson},"retry_after_ms":${retryAfterMs},"violated-policies":${JSON.stringify(violatedPolicies(decision, charges))}`,
     headers,
-  });
+  );
 }
