@@ -11,6 +11,10 @@
 // request): what such an answer costs the runtime itself, with no check
 // before it.
 //
+// /bench/unauthorized answers what a Tollgate 401 for a made-up key answers,
+// after the one check such a key costs there: an HMAC-SHA256 of the key's
+// body compared with its last six characters (the key's check).
+//
 // With the binding CONTRACT ("log" or "no-log") it forwards as (b) must by
 // the gateway's contract, and does nothing else: no key lookup, no limiter,
 // no usage count. The origin request's headers are the client's less the
@@ -25,6 +29,7 @@ export default {
     const url = new URL(request.url);
     if (url.pathname === "/bench/local") return new Response("ok", { headers: { "content-type": "text/plain" } });
     if (url.pathname === "/bench/problem") return problem429(Date.now() % 1000);
+    if (url.pathname === "/bench/unauthorized") return unauthorized(request);
     if (env.CONTRACT !== undefined) return contractForward(request, url, env, ctx);
     const hasBody = request.method !== "GET" && request.method !== "HEAD";
     return fetch(env.ORIGIN_URL + url.pathname + url.search, {
@@ -96,4 +101,30 @@ async function contractForward(request, url, env, ctx) {
     );
   }
   return answer;
+}
+
+const encoder = new TextEncoder();
+const ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz";
+const CHECK_CHARS = 6;
+let checkKey = null;
+const UNAUTHORIZED_BODY = JSON.stringify({
+  type: "https://tollgate.dev/problems/invalid_credential",
+  title: "Unauthorized",
+  status: 401,
+  detail: "The API key is not valid.",
+  code: "invalid_credential",
+  hint: "Check the credential: an API key this gateway issued, or a valid token from an identity provider it trusts.",
+});
+const UNAUTHORIZED_INIT = Object.freeze({ status: 401, headers: Object.freeze({ "content-type": "application/problem+json", "cache-control": "no-store" }) });
+
+async function unauthorized(request) {
+  const auth = request.headers.get("authorization") ?? "";
+  const credential = auth.startsWith("Bearer ") ? auth.slice(7) : "";
+  checkKey ??= await crypto.subtle.importKey("raw", encoder.encode("bench-key-check"), { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
+  const mac = new Uint8Array(await crypto.subtle.sign("HMAC", checkKey, encoder.encode(credential.slice(0, credential.length - CHECK_CHARS))));
+  const bits = (mac[0] << 22) | (mac[1] << 14) | (mac[2] << 6) | (mac[3] >>> 2);
+  let check = "";
+  for (let i = CHECK_CHARS - 1; i >= 0; i--) check += ALPHABET[(bits >>> (i * 5)) & 31];
+  if (check === credential.slice(credential.length - CHECK_CHARS)) return new Response("ok");
+  return new Response(UNAUTHORIZED_BODY, UNAUTHORIZED_INIT);
 }

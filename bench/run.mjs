@@ -14,8 +14,8 @@
 //      headers, waitUntil, the log line), (h) the same without the line;
 //      and the refusals by throughput: (r) a 429 and (u) a 401 from (b)'s
 //      gateway against the bare Worker answering by itself ((l), and (lf)
-//      with the flood's random headers), and (p) the bare Worker answering
-//      the same 429;
+//      with the flood's random headers), (p) the bare Worker answering the
+//      same 429 and (q) the same 401 after the same HMAC check of the key;
 //      interleaved rounds, throughput (closed loop) then latency (open loop
 //      at one fixed rate)
 //   2. the gateway's own CPU per request (workerd CPU time / answers, less
@@ -180,7 +180,7 @@ async function main() {
     const exhausted = await seedTenantAndKey(gateway.url, token, "exhausted", EXHAUSTED_TENANT, "over its limit (r)");
     const auth = { authorization: `Bearer ${key}` };
     const e = SETTINGS.e2e;
-    log(`end to end: (a) ${bare.url}, (b, c) ${gateway.url}, (d) ${off.url}, (e) ${noLog.url}, (f) ${offNoLog.url}, (g) ${contract.url}, (h) ${contractNoLog.url}, refusals (l, lf, p on (a); r, u on (b)); throughput ${e.rounds} rounds × 13 targets × ${e.durationS} s, latency ${e.latencyRounds} rounds × 3 targets × ${e.latencyDurationS} s`);
+    log(`end to end: (a) ${bare.url}, (b, c) ${gateway.url}, (d) ${off.url}, (e) ${noLog.url}, (f) ${offNoLog.url}, (g) ${contract.url}, (h) ${contractNoLog.url}, refusals (l, lf, p, q on (a); r, u on (b)); throughput ${e.rounds} rounds × 14 targets × ${e.durationS} s, latency ${e.latencyRounds} rounds × 3 targets × ${e.latencyDurationS} s`);
     result.end_to_end = await runEndToEnd(
       {
         a: { url: bare.url },

@@ -96,6 +96,7 @@ export async function runEndToEnd(targets, settings, log) {
           p: { label: "p", url: targets.a.url, kind: "get", path: "/bench/problem", expect: 429 },
           r: { label: "r", url: targets.b.url, kind: "get", path: PATH, headers: targets.refusals.exhaustedHeaders, expect: 429 },
           u: { label: "u", url: targets.b.url, kind: "flood", path: PATH, expect: 401 },
+          q: { label: "q", url: targets.a.url, kind: "flood", path: "/bench/unauthorized", expect: 401 },
         }
       : {}),
   };
@@ -130,11 +131,20 @@ export async function runEndToEnd(targets, settings, log) {
     const key = ownUs("b", "a");
     const per = (own) => own.map((v, i) => v / key[i]);
     refusals = {
-      own_us: { key: ratioSummary(key), rate_limited: ratioSummary(ownUs("r", "l")), bare_problem: ratioSummary(ownUs("p", "l")), invalid_key: ratioSummary(ownUs("u", "lf")), contract: specs.g ? ratioSummary(ownUs("g", "a")) : null },
+      own_us: {
+        key: ratioSummary(key),
+        rate_limited: ratioSummary(ownUs("r", "l")),
+        bare_problem: ratioSummary(ownUs("p", "l")),
+        invalid_key: ratioSummary(ownUs("u", "lf")),
+        bare_unauthorized: ratioSummary(ownUs("q", "lf")),
+        contract: specs.g ? ratioSummary(ownUs("g", "a")) : null,
+      },
       rate_limited_vs_key: ratioSummary(per(ownUs("r", "l"))),
       invalid_key_vs_key: ratioSummary(per(ownUs("u", "lf"))),
       // The 429 less the bare Worker's same answer: what the gateway's checks before the refusal cost, against an admitted request's own.
       rate_limited_checks_vs_key: ratioSummary(per(ownUs("r", "p"))),
+      // The 401 less the bare Worker's same answer after the same HMAC check.
+      invalid_key_rest_vs_key: ratioSummary(per(ownUs("u", "q"))),
     };
   }
   return {
