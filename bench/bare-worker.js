@@ -15,6 +15,12 @@
 // after the one check such a key costs there: an HMAC-SHA256 of the key's
 // body compared with its last six characters (the key's check).
 //
+// /bench/limited is the least a rate limiter does to answer (r), the
+// gateway's 429 for a key over its limit: the credential read from the
+// request, its record found in a Map (a cached key), the key's limit and its
+// tenant's checked by GCRA against states in a Map, and the 429 of the
+// gateway's shape with the decision's figures (bench/refusal-floor.mjs).
+//
 // With the binding CONTRACT ("log" or "no-log") it forwards as (b) must by
 // the gateway's contract, and does nothing else: no key lookup, no limiter,
 // no usage count. The origin request's headers are the client's less the
@@ -30,6 +36,7 @@ export default {
     if (url.pathname === "/bench/local") return new Response("ok", { headers: { "content-type": "text/plain" } });
     if (url.pathname === "/bench/problem") return problem429(Date.now() % 1000);
     if (url.pathname === "/bench/unauthorized") return unauthorized(request);
+    if (url.pathname === "/bench/limited") return limited(request);
     if (env.CONTRACT !== undefined) return contractForward(request, url, env, ctx);
     const hasBody = request.method !== "GET" && request.method !== "HEAD";
     return fetch(env.ORIGIN_URL + url.pathname + url.search, {
@@ -127,4 +134,36 @@ async function unauthorized(request) {
   for (let i = CHECK_CHARS - 1; i >= 0; i--) check += ALPHABET[(bits >>> (i * 5)) & 31];
   if (check === credential.slice(credential.length - CHECK_CHARS)) return new Response("ok");
   return new Response(UNAUTHORIZED_BODY, UNAUTHORIZED_INIT);
+}
+
+const records = new Map();
+const states = new Map();
+const KEY_PERIOD_MS = 3_600_000;
+const TENANT_PERIOD_MS = 1e-6;
+
+/** GCRA with a burst of one: the ms until `subject` may spend again (0: admitted now, and its state moved on). */
+function gcraRetryMs(subject, nowMs, periodMs, write) {
+  const tat = states.get(subject) ?? nowMs;
+  if (tat > nowMs) return Math.ceil(tat - nowMs);
+  if (write) states.set(subject, Math.max(tat, nowMs) + periodMs);
+  return 0;
+}
+
+function limited(request) {
+  const auth = request.headers.get("authorization");
+  const token = auth !== null && auth.startsWith("Bearer ") ? auth.slice(7) : null;
+  if (token === null) return new Response("no credential", { status: 401 });
+  let record = records.get(token);
+  if (record === undefined) {
+    record = { key: `key:${token.slice(3, 15)}`, tenant: "tenant:exhausted" };
+    records.set(token, record);
+  }
+  const nowMs = Date.now();
+  const keyRetry = gcraRetryMs(record.key, nowMs, KEY_PERIOD_MS, false);
+  const tenantRetry = gcraRetryMs(record.tenant, nowMs, TENANT_PERIOD_MS, false);
+  const retryMs = Math.max(keyRetry, tenantRetry);
+  if (retryMs > 0) return problem429(retryMs);
+  gcraRetryMs(record.key, nowMs, KEY_PERIOD_MS, true);
+  gcraRetryMs(record.tenant, nowMs, TENANT_PERIOD_MS, true);
+  return new Response("ok");
 }

@@ -1,6 +1,6 @@
 // `npm run bench`: every figure of docs/performance.md, on 127.0.0.1 only,
 // each part bounded in count or time, every process it starts stopped on the
-// way out (normal end, error, Ctrl-C). About 8 minutes on 2 cores, the
+// way out (normal end, error, Ctrl-C). About 10 minutes on 2 cores, the
 // engine bench included. `npm run bench -- --quick` shortens every part (for trying
 // the harness; its figures are not the published ones and it writes
 // bench/results/quick.json instead of latest.json).
