@@ -11,7 +11,8 @@ import { rateLimitedResponse } from "../../src/limits/rate-limit-response";
 
 function reference(decision: ReturnType<typeof admit>, charges: readonly Charge[], version: HeaderVersion): Response {
   const category = charges[decision.deniedChargeIndex]?.category ?? "request";
-  const headers: [string, string][] = [...rateLimitHeaders(decision, charges, version), ["retry-after", String(retryAfterSeconds(decision.retryAfterMs))]];
+  const headers: [string, string][] = rateLimitHeaders(decision, charges, version).map(([name, value]): [string, string] => [name, value]);
+  headers.push(["retry-after", String(retryAfterSeconds(decision.retryAfterMs))]);
   return problem("rate_limited", {
     detail: `Rate limit exceeded in category "${category}": the same request is admitted in ${decision.retryAfterMs} ms.`,
     extras: { category, retry_after_ms: decision.retryAfterMs, "violated-policies": violatedPolicies(decision, charges) },
