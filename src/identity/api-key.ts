@@ -97,10 +97,10 @@ export function isKeyId(id: string): boolean {
  * `X-Api-Key` (trimmed). Null when neither is present (an Authorization
  * header with another scheme counts as absent, so Basic auth meant for the
  * origin passes through as anonymous); an empty bearer value is "", present
- * but malformed. Two that differ (after trimming) make `conflicting` true: charging one while
- * an origin that reads the other serves it would put one caller's use on
- * another's limits, so such a request is refused. The same value in both is
- * one credential.
+ * but malformed. Two that differ (after trimming) make `conflicting` true:
+ * charging one while an origin that reads the other serves it would put one
+ * caller's use on another's limits, so such a request is refused. The same
+ * value in both is one credential.
  */
 export function readCredentials(headers: Headers): { readonly credential: string | null; readonly conflicting: boolean } {
   const bearer = bearerToken(headers.get("authorization"));
