@@ -21,7 +21,7 @@ import { fileURLToPath } from "node:url";
 import { cleanupAll, onCleanup } from "./lib/cleanup.mjs";
 import { readCompatibility, startWorker } from "./lib/instances.mjs";
 import { runLoad } from "./lib/load.mjs";
-import { median, round, spread } from "./lib/stats.mjs";
+import { median, ownUsPerRound, round, spread } from "./lib/stats.mjs";
 import { startOriginThread } from "./origin.mjs";
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -48,7 +48,7 @@ try {
   }
   out = { at: new Date().toISOString(), load_average: os.loadavg(), rounds: ROUNDS, connections: CONNECTIONS, duration_s: DURATION_S, bare_requests_per_s: round(median(rps.bare), 0), variants: {} };
   for (const v of VARIANTS.slice(1)) {
-    const own = rps[v].map((x, i) => 1e6 / x - 1e6 / rps.bare[i]);
+    const own = ownUsPerRound(rps[v], rps.bare);
     const ratio = rps[v].map((x, i) => x / rps.bare[i]);
     const s = spread(own);
     out.variants[v] = { requests_per_s: round(median(rps[v]), 0), vs_bare: round(median(ratio), 3), own_us: round(median(own), 1), own_min: round(s.min, 1), own_max: round(s.max, 1) };

@@ -28,7 +28,7 @@ import { cleanupAll, onCleanup } from "./lib/cleanup.mjs";
 import { adminToken, EXHAUSTED_TENANT, tollgateConfig, UNLIMITED_TENANT } from "./lib/gateway-config.mjs";
 import { applyMigrations, buildGateway, readCompatibility, seedTenantAndKey, startWorker, waitHealthy } from "./lib/instances.mjs";
 import { runLoad } from "./lib/load.mjs";
-import { median, round, spread } from "./lib/stats.mjs";
+import { median, ownUsPerRound, round, spread } from "./lib/stats.mjs";
 import { startOriginThread } from "./origin.mjs";
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -75,7 +75,7 @@ try {
     }
     console.log(`round ${r}: ${Object.entries(rps).map(([n, v]) => `${n} ${v.at(-1)}`).join(", ")} req/s`);
   }
-  const own = (x, base) => rps[x].map((v, i) => 1e6 / v - 1e6 / rps[base][i]);
+  const own = (x, base) => ownUsPerRound(rps[x], rps[base]);
   const key = own("b", "a");
   const summary = (values, digits = 1) => {
     const s = spread(values);

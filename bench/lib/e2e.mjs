@@ -22,7 +22,7 @@
 //      was due. At saturation the slower target serves fewer requests, so the
 //      machine's stalls weigh more in its p99; at a fixed rate they weigh the same.
 import { runLoad } from "./load.mjs";
-import { median, ratioSummary, round } from "./stats.mjs";
+import { median, ownUsPerRound, ratioSummary, round } from "./stats.mjs";
 
 export const UPLOAD_BODY_BYTES = 256;
 /** Latency-phase answers slower than this are listed with their time in the run (runs[].slow), to see when stalls happen. */
@@ -125,7 +125,8 @@ export async function runEndToEnd(targets, settings, log) {
     if (tRuns[x] && tRuns[control]) ratios[`${x}/${control}`] = { throughput: ratioSummary(tRuns[x].map((r, i) => r.requests_per_s / tRuns[control][i].requests_per_s)) };
   }
   // A request's own cost by throughput: 1/requests per second less its baseline's, in the same round (at saturation the workerd's thread is the bottleneck).
-  const ownUs = (x, base) => tRuns[x].map((r, i) => 1e6 / r.requests_per_s - 1e6 / tRuns[base][i].requests_per_s);
+  const rpsOf = (name) => tRuns[name].map((r) => r.requests_per_s);
+  const ownUs = (x, base) => ownUsPerRound(rpsOf(x), rpsOf(base));
   let refusals = null;
   if (specs.r) {
     const key = ownUs("b", "a");

@@ -19,6 +19,16 @@ export function round(value, digits = 3) {
   return Math.round(value * f) / f;
 }
 
+/**
+ * A request's own cost from closed-loop throughput, round by round: 1e6 /
+ * its requests per second less its baseline's in the same round, in µs (at
+ * saturation workerd's thread is the bottleneck, so that is its time per
+ * request).
+ */
+export function ownUsPerRound(rps, baseRps) {
+  return rps.map((v, i) => 1e6 / v - 1e6 / baseRps[i]);
+}
+
 /** A ratio summarised over rounds: its median and min–max. */
 export function ratioSummary(perRound) {
   const s = spread(perRound);

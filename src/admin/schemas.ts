@@ -25,14 +25,15 @@ export const tenantSlugSchema = z.string().regex(TENANT_SLUG, TENANT_SLUG_RULE);
 export const keyIdSchema = z.string().regex(KEY_ID, "is not a key id (12 characters, 0-9 and a-z)");
 
 /**
- * A page size in a query string: a whole number from 1 to `max`. Any run of
- * digits is read as a number first, so a size past the bound is told so
- * ("must be <= 200"), not that it is no whole number.
+ * A page size (or another count) in a query string: a whole number from 1 to
+ * `max`. Any run of digits is read as a number first, so a value past the
+ * bound is told so ("must be <= 200"), not that it is no whole number;
+ * `notWhole` is what anything else is told.
  */
-export function limitParam(max: number) {
+export function limitParam(max: number, notWhole = "must be a whole number > 0") {
   return z
     .string()
-    .regex(/^[1-9][0-9]{0,8}$/, "must be a whole number > 0")
+    .regex(/^[1-9][0-9]{0,8}$/, notWhole)
     .transform(Number)
     .pipe(z.number().max(max, `must be <= ${max}`));
 }

@@ -29,12 +29,7 @@ const trafficQuerySchema = z.strictObject({
 });
 
 const topRefusedQuerySchema = z.strictObject({
-  minutes: z
-    .string()
-    .regex(/^[1-9][0-9]{0,8}$/, "must be a whole number of minutes")
-    .transform(Number)
-    .pipe(z.number().max(MAX_TOP_REFUSED_MINUTES, `must be <= ${MAX_TOP_REFUSED_MINUTES}`))
-    .optional(),
+  minutes: limitParam(MAX_TOP_REFUSED_MINUTES, "must be a whole number of minutes").optional(),
 });
 
 export function registerTrafficRoutes(app: Hono<AdminEnv>): void {
