@@ -48,6 +48,10 @@ describe.runIf(BROWSER_TESTS)("budget gauges in the console", () => {
     const groupNames = await page.locator("h3").evaluateAll((hs) => hs.map((h) => (h.firstChild?.textContent ?? "").trim()));
     expect(groupNames.filter((n) => budgeted.includes(n))).toEqual(budgeted);
     expect(await page.getByRole("meter", { name: "request · today" }).count()).toBe(5);
+    // A group names its key as the table above does.
+    const groupIds = await page.locator("h3 code").allTextContents();
+    expect(groupIds.length).toBe(5);
+    expect(groupIds.every((id) => /^key:[0-9a-z]{12}$/.test(id))).toBe(true);
     await screenshot(page, "budgets-keys");
 
     await visit(page, `#/orgs/${org}`, `Org ${org}`);

@@ -80,7 +80,7 @@ export async function keyBudgetGauges(api, tenantSegment) {
   read.forEach((key, i) => {
     const budgets = found[i] ?? null;
     if (budgets === null) groups.push(el("div", {}, el("h3", {}, key.name), notice("alert", "This key's budgets could not be read.")));
-    else if (budgets.length > 0) groups.push(el("div", {}, el("h3", {}, key.name, " ", el("code", {}, key.id)), el("div", { class: "gauges" }, ...budgets.map(budgetGauge))));
+    else if (budgets.length > 0) groups.push(el("div", {}, el("h3", {}, key.name, " ", el("code", {}, `key:${key.id}`)), el("div", { class: "gauges" }, ...budgets.map(budgetGauge))));
   });
   if (groups.length === 0) return el("p", { class: "empty" }, "None of its keys has a budget.");
   if (keys.length > MAX_KEYS_READ) groups.push(el("p", { class: "hint" }, `Showing the budgets of its first ${MAX_KEYS_READ} active keys.`));
