@@ -192,6 +192,14 @@ export class Exchange {
   credential: string | null | undefined = undefined;
   /** Set with `credential`: a Bearer token and an X-Api-Key that differ came together. */
   credentialConflict = false;
+  /** Whether the managed key's check held, once checked in this request (src/identity/credential.ts, PendingKeyCheck); undefined before. */
+  keyChecked: boolean | undefined = undefined;
+  /**
+   * Set by a step together with the promise it returns when that promise
+   * waits on no I/O, so settles in this turn: see src/limits/check.ts.
+   * Whoever runs the steps clears it.
+   */
+  settlesInTurn = false;
   caller: Caller = ANONYMOUS_UNKNOWN;
   route: RouteMatch | null = null;
   /** True for exempt paths and `mode: "off"`: no check runs, nothing is charged. */

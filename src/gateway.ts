@@ -148,14 +148,61 @@ export function compileGateway(runtime: GatewayRuntime): GatewayHandler {
     return out;
   }
 
+  // Kept alive by the caller. A step whose promise settles in turn is run
+  // again when it settles null (src/limits/check.ts), here as in run().
   async function slowPath(x: Exchange, pipeline: Pipeline, pending: Promise<CheckResult>, from: number): Promise<Response> {
     let result = await pending;
     if (result !== null) return answered(x, result);
     const steps = pipeline.checks;
     for (let i = from; i < steps.length; i++) {
       const r = steps[i]!(x);
-      result = r instanceof Promise ? await r : r;
+      if (r instanceof Promise) {
+        const again = x.settlesInTurn;
+        x.settlesInTurn = false;
+        result = await r;
+        if (result === null && again) i--;
+      } else {
+        result = r;
+      }
       if (result !== null) return answered(x, result);
+    }
+    return pipeline.forward(x);
+  }
+
+  /** Runs the checks from `from` on and, when none answers, the forward; a check that throws is failed() by the caller. */
+  function run(x: Exchange, pipeline: Pipeline, from: number): Promise<Response> {
+    const steps = pipeline.checks;
+    const count = steps.length;
+    for (let i = from; i < count; i++) {
+      const r = steps[i]!(x);
+      if (r === null) continue;
+      if (r instanceof Promise) {
+        if (x.settlesInTurn) {
+          x.settlesInTurn = false;
+          // Waits on no I/O (a made-up key's check): the client cannot go
+          // before it settles, so nothing is kept alive for it; the step
+          // then runs again and goes on from what it recorded.
+          const step = i;
+          return r.then(
+            (result) => {
+              try {
+                return result !== null ? answered(x, result) : run(x, pipeline, step);
+              } catch (err) {
+                return failed(x, err);
+              }
+            },
+            (err: unknown) => failed(x, err),
+          );
+        }
+        // Kept alive to its end: a client that hangs up while a check waits
+        // (a cache miss, a quota reservation) must not strand what that
+        // check took (an in-flight slot, a reservation); the forward's
+        // settlement then finishes the accounting.
+        const answer = slowPath(x, pipeline, r, i + 1).catch((err: unknown) => failed(x, err));
+        keepAlive(x.ctx, answer);
+        return answer;
+      }
+      return Promise.resolve(answered(x, r));
     }
     return pipeline.forward(x);
   }
@@ -189,23 +236,7 @@ export function compileGateway(runtime: GatewayRuntime): GatewayHandler {
     try {
       client(x);
       if (bypasses(x)) return pipeline.forward(x);
-      const steps = pipeline.checks;
-      const count = steps.length;
-      for (let i = 0; i < count; i++) {
-        const r = steps[i]!(x);
-        if (r === null) continue;
-        if (r instanceof Promise) {
-          // Kept alive to its end: a client that hangs up while a check waits
-          // (a cache miss, a quota reservation) must not strand what that
-          // check took (an in-flight slot, a reservation); the forward's
-          // settlement then finishes the accounting.
-          const answer = slowPath(x, pipeline, r, i + 1).catch((err: unknown) => failed(x, err));
-          keepAlive(ctx, answer);
-          return answer;
-        }
-        return Promise.resolve(answered(x, r));
-      }
-      return pipeline.forward(x);
+      return run(x, pipeline, 0);
     } catch (err) {
       return Promise.resolve(failed(x, err));
     }

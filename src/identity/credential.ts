@@ -39,6 +39,18 @@ export interface CredentialIo {
   readonly keepAlive?: (work: Promise<unknown>) => void;
 }
 
+/**
+ * A managed key not seen lately whose check is due before its lookup and can
+ * be made from memory (the check key is cached): `valid` says whether the
+ * key's check characters match. It waits on no I/O (an HMAC; see hmacBytes),
+ * so it settles in the turn it was asked in. The caller verifies again with
+ * the verdict: false is refused at once, true goes on to the lookup.
+ */
+export interface PendingKeyCheck {
+  readonly kind: "check";
+  readonly valid: Promise<boolean>;
+}
+
 const NOT_A_KEY: CredentialOutcome = Object.freeze({ kind: "refused", code: "invalid_credential", detail: "The credential is not an API key issued by this gateway." });
 const INVALID_KEY: CredentialOutcome = Object.freeze({ kind: "refused", code: "invalid_credential", detail: "The API key is not valid." });
 const REVOKED: CredentialOutcome = Object.freeze({ kind: "refused", code: "credential_revoked", detail: "The API key was revoked." });
@@ -58,9 +70,19 @@ function judge(record: KeyRecord | null, nowMs: number): CredentialOutcome {
 /**
  * Verifies a presented credential (never null or absent: the caller handles
  * anonymous requests). Synchronous when the key was seen recently and its
- * record is fresh; otherwise a promise. Never throws.
+ * record is fresh; a PendingKeyCheck for a key not seen lately whose check
+ * can be made from memory (verify again with its verdict as `checked`);
+ * otherwise a promise. `checked`: that verdict, undefined before the check.
+ * Never throws.
  */
-export function verifyCredential(credential: string, verifier: CredentialVerifier, io: CredentialIo, nowMs: number): CredentialOutcome | Promise<CredentialOutcome> {
+export function verifyCredential(
+  credential: string,
+  verifier: CredentialVerifier,
+  io: CredentialIo,
+  nowMs: number,
+  checked?: boolean,
+): CredentialOutcome | PendingKeyCheck | Promise<CredentialOutcome> {
+  if (checked === false) return INVALID_KEY;
   const jwt = verifier.jwt;
   if (jwt !== null && !credential.startsWith(KEY_PREFIX)) {
     const cached = jwt.peek(credential, nowMs);
@@ -74,11 +96,16 @@ export function verifyCredential(credential: string, verifier: CredentialVerifie
     if (cached !== undefined) return judge(cached, nowMs);
   }
   if (parseApiKey(credential) === null) return NOT_A_KEY;
-  return verifySlowly(credential, remembered, verifier, io, nowMs);
+  if (remembered === undefined && checked === undefined) {
+    const checkKey = verifier.keyCheck.peek(nowMs);
+    if (checkKey === null) return INVALID_KEY;
+    if (checkKey !== undefined) return { kind: "check", valid: hasValidCheck(credential, checkKey) };
+  }
+  return verifySlowly(credential, remembered, verifier, io, nowMs, checked === true);
 }
 
-async function verifySlowly(credential: string, remembered: string | undefined, verifier: CredentialVerifier, io: CredentialIo, nowMs: number): Promise<CredentialOutcome> {
-  if (remembered === undefined) {
+async function verifySlowly(credential: string, remembered: string | undefined, verifier: CredentialVerifier, io: CredentialIo, nowMs: number, checked: boolean): Promise<CredentialOutcome> {
+  if (remembered === undefined && !checked) {
     // A key not seen recently must carry a valid check before it costs a
     // lookup: made-up keys stop here, with no D1 query.
     let checkKey = verifier.keyCheck.peek(nowMs);

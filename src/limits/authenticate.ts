@@ -10,7 +10,7 @@ import { authFailureRejections } from "../cache/rejection-counter";
 import type { PolicyCache, PolicySnapshot } from "../cache/policy-cache";
 import type { Caller, Exchange } from "../exchange";
 import { database } from "../db/client";
-import { fixedProblem, problem, type ProblemCode } from "../errors";
+import { fixedProblem, problem } from "../errors";
 import { credentialOf } from "../identity/caller-id";
 import { type CredentialOutcome, type CredentialVerifier, verifyCredential } from "../identity/credential";
 import { log } from "../log/logger";
@@ -22,7 +22,9 @@ import { keepAlive } from "../utils/wait-until";
 
 /** Seconds a client should wait after its credential could not be verified. */
 const AUTH_UNAVAILABLE_RETRY_AFTER_S = 1;
-/** Distinct fixed refusals (code and detail) kept compiled: the credential outcomes are a handful of constants. */
+type RefusedOutcome = Extract<CredentialOutcome, { kind: "refused" }>;
+
+/** Distinct fixed refusals kept compiled: the credential outcomes are a handful of constants. */
 const MAX_FIXED_ANSWERS = 32;
 
 export interface AuthenticateOptions {
@@ -55,13 +57,15 @@ export function authenticate(options: AuthenticateOptions): Check {
   const credentialRequired = fixedProblem("credential_required", { detail: "This gateway requires an API key." });
   const tenantUnknown = fixedProblem("tenant_unknown", { detail: "The token's tenant claim names no tenant of this gateway." });
   const authUnavailable = fixedProblem("auth_unavailable", { detail: "The credential could not be verified right now.", headers: { "retry-after": String(AUTH_UNAVAILABLE_RETRY_AFTER_S) } });
-  const fixed = new Map<string, () => Response>();
-  function refusedAnswer(code: ProblemCode, detail: string): Response {
-    const id = `${code}\n${detail}`;
-    let answer = fixed.get(id);
+  // By the outcome itself: the refused outcomes are a handful of frozen
+  // constants (src/identity/credential.ts), so a lookup is one identity
+  // hash, with no key text joined and hashed per refusal.
+  const fixed = new Map<RefusedOutcome, () => Response>();
+  function refusedAnswer(outcome: RefusedOutcome): Response {
+    let answer = fixed.get(outcome);
     if (answer === undefined) {
-      answer = fixedProblem(code, { detail });
-      if (fixed.size < MAX_FIXED_ANSWERS) fixed.set(id, answer);
+      answer = fixedProblem(outcome.code, { detail: outcome.detail });
+      if (fixed.size < MAX_FIXED_ANSWERS) fixed.set(outcome, answer);
     }
     return answer();
   }
@@ -128,7 +132,7 @@ export function authenticate(options: AuthenticateOptions): Check {
       case "refused":
         gate.charge(x.clientKey, nowMs);
         noteRefusal(x, authFailureRejections, "auth_failures_sustained", `ip:${x.clientKey}`, AUTH_FAILURE_CATEGORY, nowMs);
-        return refused(x, nowMs, outcome.code, refusedAnswer(outcome.code, outcome.detail));
+        return refused(x, nowMs, outcome.code, refusedAnswer(outcome));
       case "unavailable":
         log.error("credential_check_failed", undefined, nowMs);
         return refused(x, nowMs, "auth_unavailable", authUnavailable());
@@ -146,13 +150,25 @@ export function authenticate(options: AuthenticateOptions): Check {
     if (x.credentialConflict) {
       return refused(x, nowMs, "ambiguous_credential", problem("ambiguous_credential", { detail: "The request carries two different credentials (Authorization and X-Api-Key)." }));
     }
-    const gateNow = gate.check(x.clientKey, nowMs);
-    if (!gateNow.open) {
-      noteRefusal(x, authFailureRejections, "auth_failures_sustained", `ip:${x.clientKey}`, AUTH_FAILURE_CATEGORY, nowMs);
-      return refused(x, nowMs, "auth_failures", authFailuresResponse(gateNow.retryAfterMs));
+    const checked = x.keyChecked;
+    // Run again after its key's check: the gate was open a moment ago, with no I/O between.
+    if (checked === undefined) {
+      const gateNow = gate.check(x.clientKey, nowMs);
+      if (!gateNow.open) {
+        noteRefusal(x, authFailureRejections, "auth_failures_sustained", `ip:${x.clientKey}`, AUTH_FAILURE_CATEGORY, nowMs);
+        return refused(x, nowMs, "auth_failures", authFailuresResponse(gateNow.retryAfterMs));
+      }
     }
-    const outcome = verifyCredential(credential, verifier, { db: () => database(x.env.DB), keepAlive: keepAliveOf(x) }, nowMs);
+    const outcome = verifyCredential(credential, verifier, { db: () => database(x.env.DB), keepAlive: keepAliveOf(x) }, nowMs, checked);
     if (outcome instanceof Promise) return outcome.then((o) => onOutcome(x, o, nowMs));
+    if (outcome.kind === "check") {
+      // Waits on no I/O: this step runs again with the verdict (src/limits/check.ts).
+      x.settlesInTurn = true;
+      return outcome.valid.then((valid) => {
+        x.keyChecked = valid;
+        return null;
+      });
+    }
     return onOutcome(x, outcome, nowMs);
   };
 }

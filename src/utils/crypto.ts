@@ -37,9 +37,19 @@ export async function deriveHmacKey(secret: string, label: string): Promise<Cryp
   return crypto.subtle.importKey("raw", derived, { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
 }
 
-/** HMAC-SHA256 of a string under `key`. */
-export async function hmacBytes(key: CryptoKey, text: string): Promise<Uint8Array> {
-  return new Uint8Array(await crypto.subtle.sign("HMAC", key, encoder.encode(text)));
+/**
+ * HMAC-SHA256 of a string under `key`. Waits on no I/O: workerd's WebCrypto
+ * signs before it returns, so the promise settles in the same turn, with only
+ * microtasks run before it (a made-up key's check relies on it, see
+ * src/identity/credential.ts). One `then`, not an async function: a flood of
+ * made-up keys makes one per request.
+ */
+export function hmacBytes(key: CryptoKey, text: string): Promise<Uint8Array> {
+  return crypto.subtle.sign("HMAC", key, encoder.encode(text)).then(asBytes);
+}
+
+function asBytes(buffer: ArrayBuffer): Uint8Array {
+  return new Uint8Array(buffer);
 }
 
 /**

@@ -1,4 +1,7 @@
+import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import { compileRuntime } from "../../src/runtime";
 import { callGateway, gatewayRequest, problemOf, unique, uniqueIp } from "../helpers";
 import { countingDb, createTenant, keyedCall, mintKey, testConfig } from "./admin-helpers";
 
@@ -72,6 +75,45 @@ describe("the hot path", () => {
     expect((await keyedCall(minted.key, "/x", CONFIG, { ip: uniqueIp() })).status).toBe(200);
     // Anonymous requests from the address carry no credential and pass the gate.
     expect((await callGateway(gatewayRequest("/x", { ip }), { TOLLGATE: CONFIG })).status).toBe(200);
+  });
+
+  it("answers a made-up key with nothing handed to waitUntil, and holds a real key's first request to the end of its lookup", async () => {
+    const seeded = unique("quiet");
+    await createTenant(CONFIG, seeded);
+    const real = await mintKey(CONFIG, seeded);
+    const testEnv = { ...env, TOLLGATE: CONFIG } as unknown as Env;
+    // A held clock: no flush of usage or traffic falls due between the requests.
+    const clock = { nowMs: Date.now() };
+    const runtime = compileRuntime(testEnv, { clock: () => clock.nowMs });
+    const ctx = createExecutionContext();
+    const handed: Promise<unknown>[] = [];
+    const counting = { waitUntil: (work: Promise<unknown>) => (handed.push(work), ctx.waitUntil(work)), passThroughOnException: () => {} };
+    const keyed = (key: string) => gatewayRequest("/quiet", { headers: { authorization: `Bearer ${key}` }, ip: uniqueIp() });
+    const randomKey = () => `tg_${crypto.randomUUID().replace(/-/g, "").slice(0, 12)}_${crypto.randomUUID().replace(/-/g, "")}`;
+    // The runtime's first request loads the key-check secret and the policy snapshot from D1: kept alive.
+    expect((await runtime.gateway(keyed(randomKey()), testEnv, counting)).status).toBe(401);
+    expect(handed.length).toBeGreaterThan(0);
+    await waitOnExecutionContext(ctx);
+    handed.length = 0;
+    // Its check is the only thing a made-up key waits on, and an HMAC waits on no I/O: nothing to keep alive.
+    for (let i = 0; i < 5; i++) {
+      const refused = await runtime.gateway(keyed(randomKey()), testEnv, counting);
+      expect(refused.status).toBe(401);
+      expect((await problemOf(refused)).code).toBe("invalid_credential");
+    }
+    expect(handed).toHaveLength(0);
+    // Past the policy snapshot's TTL the block step waits on D1 first; the key's check comes after it, and still refuses.
+    clock.nowMs += 301_000;
+    const late = await runtime.gateway(keyed(randomKey()), testEnv, counting);
+    expect(late.status).toBe(401);
+    expect((await problemOf(late)).code).toBe("invalid_credential");
+    await waitOnExecutionContext(ctx);
+    // A real key this runtime has not seen passes its check, then waits on its lookup in D1: from there it is kept alive.
+    const admitted = await runtime.gateway(keyed(real.key), testEnv, counting);
+    expect(admitted.status).toBe(200);
+    expect(handed.length).toBeGreaterThan(0);
+    await admitted.arrayBuffer();
+    await waitOnExecutionContext(ctx);
   });
 
   it("charges malformed keys to the gate without querying D1", async () => {
