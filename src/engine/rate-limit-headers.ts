@@ -157,12 +157,27 @@ function policyItem(policy: Policy): string {
  * retryAfterSeconds.
  */
 export function rateLimitHeaders(decision: Decision, charges: readonly Charge[], version: HeaderVersion = "draft-11"): HeaderList {
-  const figures = decision.tightest;
-  if (figures === null) return NO_HEADERS;
+  return decision.tightest === null ? NO_HEADERS : headersOf(decision, charges, version, policiesOf(charges));
+}
+
+/**
+ * A denial's RateLimit headers (as rateLimitHeaders) and its violated
+ * policies (as violatedPolicies), the request's policies worked out once for
+ * both: what a 429 needs.
+ */
+export function deniedPolicies(decision: Decision, charges: readonly Charge[], version: HeaderVersion = "draft-11"): { readonly headers: HeaderList; readonly violated: string[] } {
+  if (decision.tightest === null) return { headers: NO_HEADERS, violated: [] };
+  const policies = policiesOf(charges);
+  // headersOf may add the tightest policy when it had no cost; violated names are looked up before, as violatedPolicies does.
+  const violated = violatedOf(decision, charges, policies);
+  return { headers: headersOf(decision, charges, version, policies), violated };
+}
+
+function headersOf(decision: Decision, charges: readonly Charge[], version: HeaderVersion, policies: Policy[]): HeaderList {
+  const figures = decision.tightest!;
   const charge = charges[figures.chargeIndex];
   if (charge === undefined) throw new RangeError("decision does not belong to these charges");
   const limit = figures.limit;
-  const policies = policiesOf(charges);
   let tightest = policyAt(policies, charges, figures.chargeIndex, limit);
   if (tightest === undefined) {
     // A charge of cost 0 (a denial names the spend it could not fit, which always has a cost; kept total for safety).
@@ -191,7 +206,11 @@ export function rateLimitHeaders(decision: Decision, charges: readonly Charge[],
  */
 export function violatedPolicies(decision: Decision, charges: readonly Charge[]): string[] {
   if (decision.allowed || decision.tightest === null) return [];
-  const policies = policiesOf(charges);
+  return violatedOf(decision, charges, policiesOf(charges));
+}
+
+function violatedOf(decision: Decision, charges: readonly Charge[], policies: readonly Policy[]): string[] {
+  if (decision.allowed || decision.tightest === null) return [];
   const refs = decision.violated ?? [{ chargeIndex: decision.tightest.chargeIndex, limit: decision.tightest.limit }];
   const names: string[] = [];
   for (const ref of refs) {

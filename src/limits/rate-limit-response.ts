@@ -4,7 +4,7 @@
 // draft's problem member), `Retry-After` in whole seconds rounded up, and the
 // RateLimit headers. Never names the subject.
 import type { Charge, Decision } from "../engine/gcra";
-import { type HeaderVersion, rateLimitHeaders, retryAfterSeconds, violatedPolicies } from "../engine/rate-limit-headers";
+import { deniedPolicies, type HeaderVersion, retryAfterSeconds } from "../engine/rate-limit-headers";
 import { problemWriter } from "../errors";
 
 const writeRateLimited = problemWriter("rate_limited");
@@ -13,13 +13,14 @@ const writeRateLimited = problemWriter("rate_limited");
 export function rateLimitedResponse(decision: Decision, charges: readonly Charge[], version: HeaderVersion = "draft-11"): Response {
   const category = charges[decision.deniedChargeIndex]?.category ?? "request";
   const retryAfterMs = decision.retryAfterMs;
+  const denied = deniedPolicies(decision, charges, version);
   const headers: Record<string, string> = {};
-  for (const [name, value] of rateLimitHeaders(decision, charges, version)) headers[name.toLowerCase()] = value;
+  for (const [name, value] of denied.headers) headers[name.toLowerCase()] = value;
   headers["retry-after"] = String(retryAfterSeconds(retryAfterMs));
   const categoryJson = JSON.stringify(category);
   return writeRateLimited(
     `Rate limit exceeded in category "${category}": the same request is admitted in ${retryAfterMs} ms.`,
-    `,"category":${categoryJson},"retry_after_ms":${retryAfterMs},"violated-policies":${JSON.stringify(violatedPolicies(decision, charges))}`,
+    `,"category":${categoryJson},"retry_after_ms":${retryAfterMs},"violated-policies":${JSON.stringify(denied.violated)}`,
     headers,
   );
 }
