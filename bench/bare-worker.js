@@ -21,6 +21,16 @@
 // tenant's checked by GCRA against states in a Map, and the 429 of the
 // gateway's shape with the decision's figures (bench/refusal-floor.mjs).
 //
+// /bench/limited-accounted and /bench/unauthorized-accounted are the same
+// 429 and 401 with the least of what the contract asks a refusal to do
+// besides answering: the 401 checks and then charges the address's
+// auth-failure limit (GCRA, as for the 429); both count the refusal per
+// caller and category for the sustained-refusal audit, per tenant and
+// decision in the minute with a bounded count of the callers refused (the
+// traffic rollups), and in the second with the same (the request log's
+// summary), and write the request-log line of the first 50 refusals of each
+// second. Maps only, bounded, nothing flushed anywhere.
+//
 // With the binding CONTRACT ("log" or "no-log") it forwards as (b) must by
 // the gateway's contract, and does nothing else: no key lookup, no limiter,
 // no usage count. The origin request's headers are the client's less the
@@ -37,6 +47,8 @@ export default {
     if (url.pathname === "/bench/problem") return problem429(Date.now() % 1000);
     if (url.pathname === "/bench/unauthorized") return unauthorized(request);
     if (url.pathname === "/bench/limited") return limited(request);
+    if (url.pathname === "/bench/limited-accounted") return limitedAccounted(request);
+    if (url.pathname === "/bench/unauthorized-accounted") return unauthorizedAccounted(request);
     if (env.CONTRACT !== undefined) return contractForward(request, url, env, ctx);
     const hasBody = request.method !== "GET" && request.method !== "HEAD";
     return fetch(env.ORIGIN_URL + url.pathname + url.search, {
@@ -166,4 +178,95 @@ function limited(request) {
   gcraRetryMs(record.key, nowMs, KEY_PERIOD_MS, true);
   gcraRetryMs(record.tenant, nowMs, TENANT_PERIOD_MS, true);
   return new Response("ok");
+}
+
+/** Counts `key` in `map`, holding at most `cap` keys (the oldest goes first). */
+function countBounded(map, key, cap) {
+  const had = map.get(key);
+  if (had !== undefined) {
+    map.set(key, had + 1);
+    return;
+  }
+  if (map.size >= cap) map.delete(map.keys().next().value);
+  map.set(key, 1);
+}
+
+const sustained = new Map();
+const minuteCells = new Map();
+const minuteCallers = new Map();
+const secondCallers = new Map();
+let minute = -1;
+let second = -1;
+let secondRefusals = 0;
+
+/** A refusal's accounting, at its least (see the head of this file); writes its log line while the second has room. */
+function account(request, nowMs, tenant, decision, caller, category, status) {
+  const m = Math.floor(nowMs / 60_000);
+  if (m !== minute) {
+    minute = m;
+    minuteCells.clear();
+    minuteCallers.clear();
+    sustained.clear();
+  }
+  const cell = `${tenant}\n${decision}`;
+  minuteCells.set(cell, (minuteCells.get(cell) ?? 0) + 1);
+  countBounded(minuteCallers, caller, 64);
+  countBounded(sustained, `${category}:${caller}`, 10_000);
+  const s = Math.floor(nowMs / 1000);
+  if (s !== second) {
+    second = s;
+    secondRefusals = 0;
+    secondCallers.clear();
+  }
+  secondRefusals += 1;
+  if (secondRefusals <= 50) {
+    console.log(
+      `{"level":"info","event":"request","format_version":1,"at_unix_ms":${nowMs},"tenant":${tenant === "anonymous" ? "null" : JSON.stringify(tenant)},"key_id":null,"method":${JSON.stringify(request.method)},"path":"/bench/item","status":${status},"decision":${JSON.stringify(decision)},"duration_ms":0,"bytes_in":0,"bytes_out":null}`,
+    );
+  } else {
+    countBounded(secondCallers, caller, 16);
+  }
+}
+
+function limitedAccounted(request) {
+  const auth = request.headers.get("authorization");
+  const token = auth !== null && auth.startsWith("Bearer ") ? auth.slice(7) : null;
+  if (token === null) return new Response("no credential", { status: 401 });
+  let record = records.get(token);
+  if (record === undefined) {
+    record = { key: `key:${token.slice(3, 15)}`, tenant: "tenant:exhausted" };
+    records.set(token, record);
+  }
+  const nowMs = Date.now();
+  const keyRetry = gcraRetryMs(record.key, nowMs, KEY_PERIOD_MS, false);
+  const tenantRetry = gcraRetryMs(record.tenant, nowMs, TENANT_PERIOD_MS, false);
+  const retryMs = Math.max(keyRetry, tenantRetry);
+  if (retryMs > 0) {
+    account(request, nowMs, "exhausted", "rate_limited", record.key, "request", 429);
+    return problem429(retryMs);
+  }
+  gcraRetryMs(record.key, nowMs, KEY_PERIOD_MS, true);
+  gcraRetryMs(record.tenant, nowMs, TENANT_PERIOD_MS, true);
+  return new Response("ok");
+}
+
+/** auth_failures: 60 per 60 s, one a second here (GCRA with a burst of one; a fresh address always fits). */
+const GATE_PERIOD_MS = 1000;
+
+async function unauthorizedAccounted(request) {
+  const nowMs = Date.now();
+  const address = request.headers.get("cf-connecting-ip") ?? "unknown";
+  const gate = `authfail:${address}`;
+  if (gcraRetryMs(gate, nowMs, GATE_PERIOD_MS, false) > 0) return new Response("gate closed", { status: 429 });
+  const auth = request.headers.get("authorization") ?? "";
+  const credential = auth.startsWith("Bearer ") ? auth.slice(7) : "";
+  checkKey ??= await crypto.subtle.importKey("raw", encoder.encode("bench-key-check"), { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
+  const mac = new Uint8Array(await crypto.subtle.sign("HMAC", checkKey, encoder.encode(credential.slice(0, credential.length - CHECK_CHARS))));
+  const bits = (mac[0] << 22) | (mac[1] << 14) | (mac[2] << 6) | (mac[3] >>> 2);
+  let check = "";
+  for (let i = CHECK_CHARS - 1; i >= 0; i--) check += ALPHABET[(bits >>> (i * 5)) & 31];
+  if (check === credential.slice(credential.length - CHECK_CHARS)) return new Response("ok");
+  gcraRetryMs(gate, nowMs, GATE_PERIOD_MS, true);
+  account(request, nowMs, "anonymous", "invalid_credential", `ip:${address}`, "auth_failures", 401);
+  return new Response(UNAUTHORIZED_BODY, UNAUTHORIZED_INIT);
 }

@@ -16,7 +16,13 @@
 //       by itself;
 //   (u) the gateway's 401 for made-up keys from fresh addresses; (q) the bare
 //       Worker's same 401 after the same HMAC check of the key; each against
-//       (lf), (l) under the same random keys and addresses.
+//       (lf), (l) under the same random keys and addresses;
+//   (sa) and (qa): (s) and (q) with the least of the accounting the contract
+//       asks of a refusal besides its answer (for the 401, the auth-failure
+//       charge of its address; for both, the sustained-refusal count, the
+//       traffic count with its refused callers, the request log's per-second
+//       cap with its summary counts, and the line of the first 50 refusals a
+//       second: /bench/limited-accounted, /bench/unauthorized-accounted).
 //
 // A benchmark, never a timed test; prints a Markdown table and writes
 // bench/results/refusal-floor.json.
@@ -59,9 +65,11 @@ try {
     l: get(bare.url, "/bench/local"),
     p: get(bare.url, "/bench/problem", undefined, 429),
     s: get(bare.url, "/bench/limited", { authorization: `Bearer ${exhausted}` }, 429),
+    sa: get(bare.url, "/bench/limited-accounted", { authorization: `Bearer ${exhausted}` }, 429),
     r: get(gateway.url, PATH, { authorization: `Bearer ${exhausted}` }, 429),
     lf: get(bare.url, "/bench/local", undefined, 200, "flood"),
     q: get(bare.url, "/bench/unauthorized", undefined, 401, "flood"),
+    qa: get(bare.url, "/bench/unauthorized-accounted", undefined, 401, "flood"),
     u: get(gateway.url, PATH, undefined, 401, "flood"),
   };
   for (const spec of Object.values(specs)) await runLoad({ ...spec, durationS: 2 });
@@ -92,15 +100,19 @@ try {
       gateway_429: summary(own("r", "l")),
       bare_429_answer: summary(own("p", "l")),
       bare_least_limiter_429: summary(own("s", "l")),
+      bare_least_limiter_429_accounted: summary(own("sa", "l")),
       gateway_401: summary(own("u", "lf")),
       bare_hmac_401: summary(own("q", "lf")),
+      bare_hmac_401_accounted: summary(own("qa", "lf")),
     },
     vs_admitted_key: {
       gateway_429: share(own("r", "l")),
       bare_429_answer: share(own("p", "l")),
       bare_least_limiter_429: share(own("s", "l")),
+      bare_least_limiter_429_accounted: share(own("sa", "l")),
       gateway_401: share(own("u", "lf")),
       bare_hmac_401: share(own("q", "lf")),
+      bare_hmac_401_accounted: share(own("qa", "lf")),
     },
   };
 } finally {
@@ -110,8 +122,10 @@ const names = {
   gateway_429: "(r) the gateway's 429",
   bare_429_answer: "(p) the bare Worker's same 429, no check",
   bare_least_limiter_429: "(s) the least limiter giving that 429",
+  bare_least_limiter_429_accounted: "(sa) the same with the refusal's accounting",
   gateway_401: "(u) the gateway's 401",
   bare_hmac_401: "(q) the bare Worker's same 401 after the same HMAC check",
+  bare_hmac_401_accounted: "(qa) the same with the refusal's accounting",
 };
 const fmt = (s, d = 1) => `${s.median.toFixed(d)} (${s.min.toFixed(d)}–${s.max.toFixed(d)})`;
 const lines = [
