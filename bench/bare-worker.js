@@ -180,14 +180,18 @@ function limited(request) {
   return new Response("ok");
 }
 
-/** Counts `key` in `map`, holding at most `cap` keys (the oldest goes first). */
+/**
+ * Counts `key` in `map`, holding at most `cap` keys: past them it starts
+ * over, the least a bound costs (dropping the oldest key instead walks over
+ * every key deleted before it: a Map keeps their places until it rebuilds).
+ */
 function countBounded(map, key, cap) {
   const had = map.get(key);
   if (had !== undefined) {
     map.set(key, had + 1);
     return;
   }
-  if (map.size >= cap) map.delete(map.keys().next().value);
+  if (map.size >= cap) map.clear();
   map.set(key, 1);
 }
 
@@ -252,12 +256,25 @@ function limitedAccounted(request) {
 
 /** auth_failures: 60 per 60 s, one a second here (GCRA with a burst of one; a fresh address always fits). */
 const GATE_PERIOD_MS = 1000;
+/** Addresses the gate holds at most (bounded as countBounded is). */
+const GATE_ADDRESSES = 100_000;
+const gateStates = new Map();
+
+/** The gate's GCRA, as gcraRetryMs, over its own bounded Map. */
+function gateRetryMs(address, nowMs, write) {
+  const tat = gateStates.get(address) ?? nowMs;
+  if (tat > nowMs) return Math.ceil(tat - nowMs);
+  if (write) {
+    if (gateStates.size >= GATE_ADDRESSES) gateStates.clear();
+    gateStates.set(address, Math.max(tat, nowMs) + GATE_PERIOD_MS);
+  }
+  return 0;
+}
 
 async function unauthorizedAccounted(request) {
   const nowMs = Date.now();
   const address = request.headers.get("cf-connecting-ip") ?? "unknown";
-  const gate = `authfail:${address}`;
-  if (gcraRetryMs(gate, nowMs, GATE_PERIOD_MS, false) > 0) return new Response("gate closed", { status: 429 });
+  if (gateRetryMs(address, nowMs, false) > 0) return new Response("gate closed", { status: 429 });
   const auth = request.headers.get("authorization") ?? "";
   const credential = auth.startsWith("Bearer ") ? auth.slice(7) : "";
   checkKey ??= await crypto.subtle.importKey("raw", encoder.encode("bench-key-check"), { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
@@ -266,7 +283,7 @@ async function unauthorizedAccounted(request) {
   let check = "";
   for (let i = CHECK_CHARS - 1; i >= 0; i--) check += ALPHABET[(bits >>> (i * 5)) & 31];
   if (check === credential.slice(credential.length - CHECK_CHARS)) return new Response("ok");
-  gcraRetryMs(gate, nowMs, GATE_PERIOD_MS, true);
+  gateRetryMs(address, nowMs, true);
   account(request, nowMs, "anonymous", "invalid_credential", `ip:${address}`, "auth_failures", 401);
   return new Response(UNAUTHORIZED_BODY, UNAUTHORIZED_INIT);
 }
