@@ -148,25 +148,11 @@ export function compileGateway(runtime: GatewayRuntime): GatewayHandler {
     return out;
   }
 
-  // Kept alive by the caller. A step whose promise settles in turn is run
-  // again when it settles null (src/limits/check.ts), here as in run().
+  // Kept alive by the caller: the rest of the checks run as run() runs them
+  // (one that waits again is kept alive on its own).
   async function slowPath(x: Exchange, pipeline: Pipeline, pending: Promise<CheckResult>, from: number): Promise<Response> {
-    let result = await pending;
-    if (result !== null) return answered(x, result);
-    const steps = pipeline.checks;
-    for (let i = from; i < steps.length; i++) {
-      const r = steps[i]!(x);
-      if (r instanceof Promise) {
-        const again = x.settlesInTurn;
-        x.settlesInTurn = false;
-        result = await r;
-        if (result === null && again) i--;
-      } else {
-        result = r;
-      }
-      if (result !== null) return answered(x, result);
-    }
-    return pipeline.forward(x);
+    const result = await pending;
+    return result !== null ? answered(x, result) : run(x, pipeline, from);
   }
 
   /** Runs the checks from `from` on and, when none answers, the forward; a check that throws is failed() by the caller. */

@@ -205,7 +205,6 @@ function headersOf(decision: Decision, charges: readonly Charge[], version: Head
  * in the 429 body), as RateLimit-Policy names them; empty when allowed.
  */
 export function violatedPolicies(decision: Decision, charges: readonly Charge[]): string[] {
-  if (decision.allowed || decision.tightest === null) return [];
   return violatedOf(decision, charges, policiesOf(charges));
 }
 

@@ -77,7 +77,7 @@ describe("the hot path", () => {
     expect((await callGateway(gatewayRequest("/x", { ip }), { TOLLGATE: CONFIG })).status).toBe(200);
   });
 
-  it("answers a made-up key with nothing handed to waitUntil, and holds a real key's first request to the end of its lookup", async () => {
+  it("answers a made-up key with nothing handed to waitUntil, and takes a real key's first request on to its lookup", async () => {
     const seeded = unique("quiet");
     await createTenant(CONFIG, seeded);
     const real = await mintKey(CONFIG, seeded);
@@ -108,7 +108,7 @@ describe("the hot path", () => {
     expect(late.status).toBe(401);
     expect((await problemOf(late)).code).toBe("invalid_credential");
     await waitOnExecutionContext(ctx);
-    // A real key this runtime has not seen passes its check, then waits on its lookup in D1: from there it is kept alive.
+    // A real key this runtime has not seen passes its check and goes on to its lookup in D1 (its load is handed to waitUntil).
     const admitted = await runtime.gateway(keyed(real.key), testEnv, counting);
     expect(admitted.status).toBe(200);
     expect(handed.length).toBeGreaterThan(0);
