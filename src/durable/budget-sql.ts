@@ -60,5 +60,6 @@ export const BUDGET_SQL = {
   settleReservation: `UPDATE budget_reservations SET settled = 1, units = ? WHERE id = ? AND owner = ? AND category = ?`,
   pruneReservations: `DELETE FROM budget_reservations WHERE at < ?`,
   deleteReservationsOfOwner: `DELETE FROM budget_reservations WHERE owner = ?`,
+  deleteReservationsOfBudget: `DELETE FROM budget_reservations WHERE owner = ? AND category = ?`,
   deleteAllReservations: `DELETE FROM budget_reservations`,
 } as const;

@@ -214,11 +214,19 @@ export class BudgetStore {
     return rows.map((r) => stateOf(liveOf(r, nowMs)));
   }
 
-  /** Deletes one budget; true when there was one. */
+  /**
+   * Deletes one budget and its reservations; true when there was one. A
+   * budget put again under the same name is a new one: a request reserved
+   * under the old one settles against nothing (its refund would otherwise
+   * come out of the new budget's spend, its debt go into it).
+   */
   delete(owner: string, category: string): boolean {
     checkName(owner, "owner");
     checkName(category, "category");
-    return this.#storage.transactionSync(() => this.#sql.exec(BUDGET_SQL.deleteBudget, owner, category).rowsWritten > 0);
+    return this.#storage.transactionSync(() => {
+      this.#sql.exec(BUDGET_SQL.deleteReservationsOfBudget, owner, category);
+      return this.#sql.exec(BUDGET_SQL.deleteBudget, owner, category).rowsWritten > 0;
+    });
   }
 
   /** Deletes every budget of `owner` (a deleted key), or every budget here when null (a deleted tenant or org). Returns how many. */

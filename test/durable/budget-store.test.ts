@@ -184,6 +184,22 @@ describe("owners", () => {
     expect(await stub.budgetList(null, MARCH_15)).toEqual([]);
   });
 
+  it("settles a reservation made before a budget was deleted and put again against nothing: no refund from, no debt into the new one", async () => {
+    const { owner, stub } = tenantObject("recreate");
+    await stub.budgetPut({ owner, category: "tokens", amount: 100, period: "month", nowMs: MARCH_15 });
+    const indebted = reserve(owner, "tokens", 0);
+    const refunded = reserve(owner, "tokens", 100);
+    await stub.budgetReserve(indebted);
+    await stub.budgetReserve(refunded);
+    expect(await stub.budgetDelete(owner, "tokens")).toBe(true);
+    await stub.budgetPut({ owner, category: "tokens", amount: 100, period: "month", nowMs: MARCH_15 });
+    await stub.budgetReserve(reserve(owner, "tokens", 100));
+    expect((await stub.budgetList(owner, MARCH_15))[0]!.used).toBe(100);
+    expect(await stub.budgetSettle({ reservationId: refunded.reservationId, actual: [{ category: "tokens", units: 0 }], nowMs: MARCH_15 })).toMatchObject({ refunded: 0, debt: 0 });
+    expect(await stub.budgetSettle({ reservationId: indebted.reservationId, actual: [{ category: "tokens", units: 40 }], nowMs: MARCH_15 })).toMatchObject({ refunded: 0, debt: 0 });
+    expect((await stub.budgetList(owner, MARCH_15))[0]).toMatchObject({ used: 100, remaining: 0 });
+  });
+
   it("holds org budgets in the org's object the same way", async () => {
     const org = unique("org");
     const stub = env.ORG_QUOTA.get(env.ORG_QUOTA.idFromName(org));
