@@ -9,7 +9,10 @@
 // (`budgets`), which the gateway reads with the cached key and tenant
 // records, so a request that spends no budget costs no I/O. A write goes to
 // the object first, then to D1 with its audit event: a D1 failure leaves a
-// budget the gateway does not apply yet, and the retry completes it.
+// budget the gateway does not apply yet, and the retry completes it. A
+// top-up is the exception: it has nothing in D1 but its audit event, so once
+// the object has added it the answer says so, whatever D1 does, and
+// `Idempotency-Key` makes a retry of it safe.
 import type { Context, Hono } from "hono";
 import type { Config } from "../config";
 import { insertAuditEvent } from "../db/audit";
@@ -18,13 +21,14 @@ import { database, type Db } from "../db/client";
 import { getKey } from "../db/keys";
 import { getOrg, tenantsOfOrg } from "../db/orgs";
 import { getTenant } from "../db/tenants";
-import type { BudgetPutResult, BudgetState, BudgetTopUpResult } from "../durable/budget-types";
+import { type BudgetPutResult, type BudgetState, type BudgetTopUpResult, MAX_IDEMPOTENCY_KEY_CHARS } from "../durable/budget-types";
 import type { OrgQuota } from "../durable/org-quota";
 import { callQuota } from "../durable/quota-client";
 import type { TenantQuota } from "../durable/tenant-quota";
 import { REQUEST_CATEGORY } from "../limits/rate-limit";
 import { problem } from "../errors";
 import { errorName, log } from "../log/logger";
+import { type Background, keepAlive } from "../utils/wait-until";
 import type { AdminEnv } from "./admin-env";
 import { presentBudget } from "./budget-reads";
 import { budgetBodySchema, topUpBodySchema } from "./budget-schemas";
@@ -39,6 +43,9 @@ import { invalid, jsonBody, pathParam } from "./validate";
 const BUDGET_RETRY_AFTER_S = 1;
 /** Tenants of an org whose cached records one org budget write clears in this isolate (others within cache_ttl_s). */
 const MAX_ORG_TENANTS_CLEARED = 500;
+/** Waits before each retry of a landed top-up's audit event that D1 refused (about 20 s in all, within what waitUntil allows). */
+const AUDIT_RETRY_DELAYS_MS: readonly number[] = [250, 1_000, 4_000, 15_000];
+const VISIBLE_ASCII = /^[\x21-\x7e]+$/;
 /** Categories every deployment knows besides the configured ones: the request unit and response-priced tokens. */
 const BUILT_IN_CATEGORIES = [REQUEST_CATEGORY, "tokens"];
 
@@ -62,6 +69,59 @@ export function budgetCategories(config: Config): Set<string> {
   for (const c of Object.keys(config.defaults)) out.add(c);
   for (const r of config.responseCharges) if (r !== null) out.add(r.category);
   return out;
+}
+
+/** The top-up's Idempotency-Key: absent, or 1 to MAX_IDEMPOTENCY_KEY_CHARS visible ASCII characters (a quoted string, as the IETF draft spells it, is read without its quotes). */
+function idempotencyKeyOf(c: Context<AdminEnv>): { ok: true; value: string | undefined } | { ok: false; response: Response } {
+  const raw = c.req.header("idempotency-key");
+  if (raw === undefined) return { ok: true, value: undefined };
+  let value = raw.trim();
+  if (value.length >= 2 && value.startsWith('"') && value.endsWith('"')) value = value.slice(1, -1);
+  if (value.length === 0 || value.length > MAX_IDEMPOTENCY_KEY_CHARS || !VISIBLE_ASCII.test(value)) {
+    return { ok: false, response: invalid("Idempotency-Key", `must be 1 to ${MAX_IDEMPOTENCY_KEY_CHARS} visible ASCII characters`) };
+  }
+  return { ok: true, value };
+}
+
+/**
+ * Writes a landed top-up's audit event. The credits are added already, so a
+ * D1 failure is no reason to answer "retry" (a retry without an
+ * Idempotency-Key would add them twice): the first attempt is awaited, and
+ * when it fails the write is retried in the background, and logged (by
+ * error name only) if it never lands.
+ */
+async function auditLanded(c: Context<AdminEnv>, write: () => Promise<unknown>): Promise<void> {
+  try {
+    await write();
+    return;
+  } catch (error) {
+    log.warn("budget_topup_audit_retrying", { error: errorName(error) });
+  }
+  keepAlive(
+    backgroundOf(c),
+    (async () => {
+      let last: unknown = null;
+      for (const delayMs of AUDIT_RETRY_DELAYS_MS) {
+        await new Promise((resolve) => setTimeout(resolve, delayMs));
+        try {
+          await write();
+          return;
+        } catch (error) {
+          last = error;
+        }
+      }
+      log.error("budget_topup_audit_failed", { error: errorName(last) });
+    })(),
+  );
+}
+
+/** The request's execution context, or null where there is none (hono throws on reading a missing one). */
+function backgroundOf(c: Context<AdminEnv>): Background | null {
+  try {
+    return c.executionCtx;
+  } catch {
+    return null;
+  }
 }
 
 function budgetUnavailable(detail: string): Response {
@@ -222,18 +282,32 @@ function registerFor(app: Hono<AdminEnv>, kind: BudgetOwnerKind, base: string): 
     if (!category.ok) return category.response;
     const body = await jsonBody(c, topUpBodySchema);
     if (!body.ok) return body.response;
+    const key = idempotencyKeyOf(c);
+    if (!key.ok) return key.response;
     const nowMs = Date.now();
     let result: BudgetTopUpResult;
     try {
-      result = await callQuota(async (): Promise<BudgetTopUpResult> => owner.stub.budgetTopUp({ owner: owner.name, category: category.value, amount: body.value.amount, nowMs }));
+      result = await callQuota(async (): Promise<BudgetTopUpResult> =>
+        owner.stub.budgetTopUp({ owner: owner.name, category: category.value, amount: body.value.amount, nowMs, ...(key.value === undefined ? {} : { idempotencyKey: key.value }) }),
+      );
     } catch (error) {
       log.error("budget_write_failed", { error: errorName(error) });
-      return budgetUnavailable("The top-up could not be written; nothing was changed.");
+      // The object may have added the credits before its answer was lost.
+      return budgetUnavailable(key.value === undefined ? "The top-up could not be confirmed: read the budget before sending it again, or send it with an Idempotency-Key." : "The top-up could not be confirmed: send it again with the same Idempotency-Key.");
     }
     if (result.status === "not_found") return problem("not_found", { detail: `${owner.name} has no ${category.value} budget.` });
     if (result.status === "periodic") return invalid("category", `the ${category.value} budget of ${owner.name} resets every ${result.budget.period}: only credits (period none) take top-ups; PUT a new amount instead`);
+    if (result.status === "key_reused") {
+      return problem("conflict", {
+        detail: `This Idempotency-Key was given to another top-up of ${owner.name} in the last 24 hours; nothing was added.`,
+        hint: "Send a new Idempotency-Key for a new top-up; repeat a top-up only with the category and amount it was first sent with.",
+      });
+    }
+    const budget = presentBudget(result.budget);
+    // A repeat answers as the first did; the first wrote (or is still writing) the audit event.
+    if (result.replayed) return c.json(budget, 201, { "idempotent-replayed": "true" });
     const db = database(c.env.DB);
-    await stored(() =>
+    await auditLanded(c, () =>
       insertAuditEvent(db, {
         atMs: nowMs,
         kind: "budget_topup",
@@ -243,7 +317,7 @@ function registerFor(app: Hono<AdminEnv>, kind: BudgetOwnerKind, base: string): 
         detail: { category: category.value, amount: body.value.amount, reason: body.value.reason ?? null, new_amount: result.budget.amount },
       }).run(),
     );
-    return c.json(presentBudget(result.budget), 201);
+    return c.json(budget, 201);
   });
 }
 

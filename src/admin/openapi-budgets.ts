@@ -14,6 +14,14 @@ const OWNERS: readonly (readonly [base: string, param: Json, who: string])[] = [
   ["/keys/{id}", { name: "id", in: "path", required: true, schema: { type: "string", pattern: KEY_ID.source } }, "key"],
   ["/orgs/{org}", { name: "org", in: "path", required: true, schema: { type: "string", pattern: TENANT_SLUG.source } }, "org"],
 ];
+const idempotencyKeyParam: Json = {
+  name: "Idempotency-Key",
+  in: "header",
+  required: false,
+  description:
+    "Makes a retry safe: the same key for the same owner within 24 hours adds nothing and answers exactly as the first top-up did (with `Idempotent-Replayed: true`); the same key with another category or amount is 409. 1 to 200 visible ASCII characters; a quoted value is read without its quotes.",
+  schema: { type: "string", minLength: 1, maxLength: 200 },
+};
 const UNAVAILABLE = problemResponse("budget_unavailable (the quota object did not answer; nothing was changed), admin_unavailable or admin_disabled");
 
 export function budgetPaths(): Json {
@@ -36,9 +44,15 @@ export function budgetPaths(): Json {
     paths[`${base}/budgets/{category}/topups`] = {
       parameters: [param, categoryParam],
       post: op(
-        "Add to prepaid credits (a budget with period `none`); 400 on a periodic budget; audited with its reason",
-        { "201": { description: "the credits after the top-up", content: jsonContent(ref("Budget")) }, "404": problemResponse("not_found"), ...WRITE_ERRORS, "503": UNAVAILABLE },
-        { requestBody: { required: true, content: jsonContent(ref("TopUpBody")) } },
+        "Add to prepaid credits (a budget with period `none`); 400 on a periodic budget; audited with its reason (a top-up that landed is answered 201 even when the audit write fails: it is retried in the background)",
+        {
+          "201": { description: "the credits after the top-up (or, for a repeated Idempotency-Key, the first top-up's answer)", content: jsonContent(ref("Budget")) },
+          "404": problemResponse("not_found"),
+          "409": problemResponse("conflict: the Idempotency-Key was given to another top-up of this owner in the last 24 hours"),
+          ...WRITE_ERRORS,
+          "503": problemResponse("budget_unavailable (the quota object did not answer: the top-up is not confirmed; send it again with the same Idempotency-Key), admin_unavailable or admin_disabled"),
+        },
+        { requestBody: { required: true, content: jsonContent(ref("TopUpBody")) }, parameters: [idempotencyKeyParam] },
       ),
     };
   }

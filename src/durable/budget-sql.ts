@@ -10,6 +10,10 @@
 //   settlement moves exactly that (and a replayed settlement nothing).
 //   Rows are kept BUDGET_RESERVATION_RETENTION_MS and pruned on reserve.
 //
+// - budget_topups (a later migration): each top-up given an Idempotency-Key,
+//   with the budget it answered (JSON), so a repeat adds nothing and answers
+//   the same. Kept BUDGET_TOPUP_KEY_RETENTION_MS, pruned on top-up.
+//
 // IF NOT EXISTS: a test that rebuilds an object from its first migration
 // keeps these tables.
 
@@ -40,6 +44,19 @@ export const BUDGET_MIGRATION_STATEMENTS: readonly string[] = [
   `CREATE INDEX IF NOT EXISTS budget_reservations_at_idx ON budget_reservations (at)`,
 ];
 
+export const BUDGET_TOPUP_MIGRATION_STATEMENTS: readonly string[] = [
+  `CREATE TABLE IF NOT EXISTS budget_topups (
+     owner TEXT NOT NULL,
+     idempotency_key TEXT NOT NULL,
+     category TEXT NOT NULL,
+     amount INTEGER NOT NULL,
+     answer TEXT NOT NULL,
+     at INTEGER NOT NULL,
+     PRIMARY KEY (owner, idempotency_key)
+   )`,
+  `CREATE INDEX IF NOT EXISTS budget_topups_at_idx ON budget_topups (at)`,
+];
+
 export const BUDGET_SQL = {
   budget: `SELECT owner, category, amount, period, thresholds, period_start, used, fired FROM budgets WHERE owner = ? AND category = ?`,
   budgetsOf: `SELECT owner, category, amount, period, thresholds, period_start, used, fired FROM budgets WHERE owner = ? ORDER BY category`,
@@ -62,4 +79,10 @@ export const BUDGET_SQL = {
   deleteReservationsOfOwner: `DELETE FROM budget_reservations WHERE owner = ?`,
   deleteReservationsOfBudget: `DELETE FROM budget_reservations WHERE owner = ? AND category = ?`,
   deleteAllReservations: `DELETE FROM budget_reservations`,
+
+  topUpOf: `SELECT category, amount, answer FROM budget_topups WHERE owner = ? AND idempotency_key = ?`,
+  insertTopUp: `INSERT INTO budget_topups (owner, idempotency_key, category, amount, answer, at) VALUES (?, ?, ?, ?, ?, ?)`,
+  pruneTopUps: `DELETE FROM budget_topups WHERE at < ?`,
+  deleteTopUpsOfOwner: `DELETE FROM budget_topups WHERE owner = ?`,
+  deleteAllTopUps: `DELETE FROM budget_topups`,
 } as const;

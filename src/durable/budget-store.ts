@@ -31,6 +31,8 @@ import {
 
 /** How long a reservation is remembered for its settlement (and a replay of it). */
 export const BUDGET_RESERVATION_RETENTION_MS = 24 * 60 * 60 * 1000;
+/** How long a top-up's Idempotency-Key is remembered: a repeat within it adds nothing. */
+export const BUDGET_TOPUP_KEY_RETENTION_MS = 24 * 60 * 60 * 1000;
 /** Spends one reserve may name (a request spends a handful of categories, each at up to three owners). */
 const MAX_SPENDS = 64;
 const MAX_NAME_CHARS = 200;
@@ -190,20 +192,38 @@ export class BudgetStore {
     });
   }
 
-  /** Adds to a credits budget's amount (`period: none`); a periodic budget is refused. */
+  /**
+   * Adds to a credits budget's amount (`period: none`); a periodic budget is
+   * refused. With an idempotency key, the top-up and the record of its answer
+   * are one transaction: the same key again (for this owner, within
+   * BUDGET_TOPUP_KEY_RETENTION_MS) adds nothing and answers what the first
+   * did, so a retried top-up whose answer was lost is never added twice.
+   */
   topUp(req: BudgetTopUpRequest): BudgetTopUpResult {
     checkName(req.owner, "owner");
     checkName(req.category, "category");
     checkUnits(req.amount, "amount");
     checkTime(req.nowMs);
+    const key = req.idempotencyKey;
+    if (key !== undefined) checkName(key, "idempotencyKey");
     return this.#storage.transactionSync((): BudgetTopUpResult => {
+      if (key !== undefined) {
+        this.#sql.exec(BUDGET_SQL.pruneTopUps, req.nowMs - BUDGET_TOPUP_KEY_RETENTION_MS);
+        const first = this.#sql.exec<{ category: string; amount: number; answer: string }>(BUDGET_SQL.topUpOf, req.owner, key).toArray()[0];
+        if (first !== undefined) {
+          if (first.category !== req.category || first.amount !== req.amount) return { status: "key_reused" };
+          return { status: "topped_up", budget: JSON.parse(first.answer) as BudgetState, replayed: true };
+        }
+      }
       const live = this.#live(req.owner, req.category, req.nowMs);
       if (live === null) return { status: "not_found" };
       if (live.period !== "none") return { status: "periodic", budget: stateOf(live) };
       const added = Math.min(req.amount, MAX_BUDGET_AMOUNT - live.amount);
       live.amount += added;
       this.#sql.exec(BUDGET_SQL.addAmount, added, req.nowMs, live.owner, live.category);
-      return { status: "topped_up", budget: stateOf(live) };
+      const budget = stateOf(live);
+      if (key !== undefined) this.#sql.exec(BUDGET_SQL.insertTopUp, req.owner, key, req.category, req.amount, JSON.stringify(budget), req.nowMs);
+      return { status: "topped_up", budget, replayed: false };
     });
   }
 
@@ -234,9 +254,11 @@ export class BudgetStore {
     return this.#storage.transactionSync(() => {
       if (owner === null) {
         this.#sql.exec(BUDGET_SQL.deleteAllReservations);
+        this.#sql.exec(BUDGET_SQL.deleteAllTopUps);
         return this.#sql.exec(BUDGET_SQL.deleteAll).rowsWritten;
       }
       this.#sql.exec(BUDGET_SQL.deleteReservationsOfOwner, owner);
+      this.#sql.exec(BUDGET_SQL.deleteTopUpsOfOwner, owner);
       return this.#sql.exec(BUDGET_SQL.deleteOwner, owner).rowsWritten;
     });
   }

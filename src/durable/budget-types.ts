@@ -10,6 +10,8 @@ import type { BudgetPeriod } from "../engine/budget-period";
 
 /** Largest `amount` a budget may have: 2^53 (the API's bound). */
 export const MAX_BUDGET_AMOUNT = 2 ** 53;
+/** Longest Idempotency-Key a top-up may carry. */
+export const MAX_IDEMPOTENCY_KEY_CHARS = 200;
 /** Thresholds a budget gets when none are given. */
 export const DEFAULT_BUDGET_THRESHOLDS: readonly number[] = [0.8, 1];
 
@@ -101,6 +103,22 @@ export interface BudgetTopUpRequest {
   category: string;
   amount: number;
   nowMs: number;
+  /**
+   * The admin's `Idempotency-Key`: a top-up of the same owner with the same
+   * key within BUDGET_TOPUP_KEY_RETENTION_MS adds nothing and answers what
+   * the first one did.
+   */
+  idempotencyKey?: string;
 }
 
-export type BudgetTopUpResult = { status: "topped_up"; budget: BudgetState } | { status: "not_found" } | { status: "periodic"; budget: BudgetState };
+/**
+ * - `topped_up`: `budget` is the credits after the top-up; `replayed`: this
+ *   key's first top-up, answered again (nothing added now).
+ * - `key_reused`: the key was given within its retention to a top-up of
+ *   another category or amount; nothing was added.
+ */
+export type BudgetTopUpResult =
+  | { status: "topped_up"; budget: BudgetState; replayed: boolean }
+  | { status: "not_found" }
+  | { status: "periodic"; budget: BudgetState }
+  | { status: "key_reused" };

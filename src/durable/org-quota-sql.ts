@@ -11,7 +11,7 @@
 //   isolate that has not seen the change yet cannot add it again).
 // - audit_windows: when each audit event was last handed out, per kind.
 // - meta: the org slug.
-import { BUDGET_MIGRATION_STATEMENTS } from "./budget-sql";
+import { BUDGET_MIGRATION_STATEMENTS, BUDGET_TOPUP_MIGRATION_STATEMENTS } from "./budget-sql";
 import type { Migration } from "./sql-migrations";
 
 export const ORG_MIGRATIONS: readonly Migration[] = [
@@ -44,6 +44,11 @@ export const ORG_MIGRATIONS: readonly Migration[] = [
     id: 2,
     description: "budgets and their reservations",
     statements: BUDGET_MIGRATION_STATEMENTS,
+  },
+  {
+    id: 3,
+    description: "budget top-ups by Idempotency-Key",
+    statements: BUDGET_TOPUP_MIGRATION_STATEMENTS,
   },
 ];
 

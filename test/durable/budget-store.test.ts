@@ -150,6 +150,23 @@ describe("credits", () => {
   });
 });
 
+describe("top-ups by idempotency key", () => {
+  it("adds a key's top-up once per owner for 24 h, answering a repeat with the first answer, and refuses the key for another amount", async () => {
+    const { owner, stub } = tenantObject("idem");
+    const key = `key:${unique("k")}`;
+    for (const o of [owner, key]) await stub.budgetPut({ owner: o, category: "request", amount: 10, period: "none", nowMs: MARCH_15 });
+    const first = await stub.budgetTopUp({ owner, category: "request", amount: 5, nowMs: MARCH_15, idempotencyKey: "ik-1" });
+    expect(first).toMatchObject({ status: "topped_up", replayed: false, budget: { amount: 15 } });
+    const repeat = await stub.budgetTopUp({ owner, category: "request", amount: 5, nowMs: MARCH_15 + 60_000, idempotencyKey: "ik-1" });
+    expect(repeat).toEqual({ ...first, replayed: true });
+    expect(await stub.budgetTopUp({ owner, category: "request", amount: 6, nowMs: MARCH_15, idempotencyKey: "ik-1" })).toEqual({ status: "key_reused" });
+    // The same key of another owner is that owner's own.
+    expect(await stub.budgetTopUp({ owner: key, category: "request", amount: 5, nowMs: MARCH_15, idempotencyKey: "ik-1" })).toMatchObject({ replayed: false, budget: { owner: key, amount: 15 } });
+    const dayLater = MARCH_15 + 24 * 3600 * 1000 + 1;
+    expect(await stub.budgetTopUp({ owner, category: "request", amount: 5, nowMs: dayLater, idempotencyKey: "ik-1" })).toMatchObject({ replayed: false, budget: { amount: 20 } });
+  });
+});
+
 describe("thresholds", () => {
   it("hands out each threshold's audit once per budget and period", async () => {
     const { owner, stub } = tenantObject("thresholds");

@@ -4,7 +4,7 @@
 // budgets with it; the OpenAPI document.
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { unique } from "../helpers";
+import { eventually, unique } from "../helpers";
 import { adminCall, AUDITOR_TOKEN, createTenant, jsonOf, mintKey, testConfig } from "./admin-helpers";
 
 const CONFIG = testConfig({ routes: [{ method: "POST", path: "/v1/chat", charges: { chat: 1 }, response_charge: { category: "tokens", header: "x-usage-total-tokens", reserve: 100 } }] });
@@ -62,6 +62,72 @@ describe("budgets of a tenant", () => {
     await jsonOf(await adminCall("POST", `/tenants/${tenant}/budgets/chat/topups`, CONFIG, { body: { amount: 5 } }), 404);
     const { events } = await jsonOf<{ events: { kind: string; detail: Record<string, unknown> }[] }>(await adminCall("GET", `/audit?tenant=${tenant}&kind=budget_topup`, CONFIG), 200);
     expect(events.map((e) => e.detail)).toEqual([{ category: "request", amount: 50_000, reason: "invoice 118", new_amount: 150_000 }]);
+  });
+});
+
+describe("top-ups", () => {
+  async function credits(prefix: string): Promise<string> {
+    const tenant = unique(prefix);
+    await createTenant(CONFIG, tenant);
+    await jsonOf(await adminCall("PUT", `/tenants/${tenant}/budgets/request`, CONFIG, { body: { amount: 100, period: "none" } }), 201);
+    return tenant;
+  }
+
+  async function topUpEvents(tenant: string): Promise<unknown[]> {
+    const { events } = await jsonOf<{ events: { detail: unknown }[] }>(await adminCall("GET", `/audit?tenant=${tenant}&kind=budget_topup`, CONFIG), 200);
+    return events.map((e) => e.detail);
+  }
+
+  it("adds a top-up sent twice with the same Idempotency-Key once, and answers the repeat as it answered the first", async () => {
+    const tenant = await credits("idem");
+    const send = (key: string, amount = 50) => adminCall("POST", `/tenants/${tenant}/budgets/request/topups`, CONFIG, { body: { amount, reason: "invoice 7" }, headers: { "idempotency-key": key } });
+    const first = await send("inv-7");
+    const firstText = await first.text();
+    expect(first.status).toBe(201);
+    const again = await send("inv-7");
+    expect(again.status).toBe(201);
+    expect(await again.text()).toBe(firstText);
+    expect(again.headers.get("idempotent-replayed")).toBe("true");
+    expect(JSON.parse(firstText)).toMatchObject({ amount: 150 });
+    expect((await jsonOf<Budget>(await adminCall("GET", `/tenants/${tenant}/budgets/request`, CONFIG), 200)).amount).toBe(150);
+    expect(await topUpEvents(tenant)).toHaveLength(1);
+    // Another key is another top-up; a key given to another amount is refused, adding nothing.
+    expect((await jsonOf<Budget>(await send("inv-8"), 201)).amount).toBe(200);
+    const reused = await jsonOf<{ code: string }>(await send("inv-7", 60), 409);
+    expect(reused.code).toBe("conflict");
+    expect((await jsonOf<Budget>(await adminCall("GET", `/tenants/${tenant}/budgets/request`, CONFIG), 200)).amount).toBe(200);
+  });
+
+  it("refuses an Idempotency-Key that is empty, too long or not visible ASCII, naming the header", async () => {
+    const tenant = await credits("idem-bad");
+    for (const key of ["", "k".repeat(201), "two words"]) {
+      const refused = await jsonOf<{ field: string }>(await adminCall("POST", `/tenants/${tenant}/budgets/request/topups`, CONFIG, { body: { amount: 1 }, headers: { "idempotency-key": key } }), 400);
+      expect(refused.field).toBe("Idempotency-Key");
+    }
+    expect((await jsonOf<Budget>(await adminCall("GET", `/tenants/${tenant}/budgets/request`, CONFIG), 200)).amount).toBe(100);
+  });
+
+  it("answers 201 for a top-up that landed when its audit write fails, and writes the audit event in the background", async () => {
+    const tenant = await credits("idem-audit");
+    let failures = 1;
+    const flakyAudit = new Proxy(env.DB, {
+      get(target, prop) {
+        const value: unknown = Reflect.get(target, prop);
+        if (prop !== "prepare" || typeof value !== "function") return typeof value === "function" ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+        return (query: string) => {
+          if (/^insert into "audit_events"/i.test(query) && failures > 0) {
+            failures--;
+            throw new Error("D1_ERROR: simulated outage");
+          }
+          return (value as (q: string) => unknown).call(target, query);
+        };
+      },
+    });
+    const topped = await jsonOf<Budget>(await adminCall("POST", `/tenants/${tenant}/budgets/request/topups`, CONFIG, { body: { amount: 25, reason: "invoice 9" }, env: { DB: flakyAudit } }), 201);
+    expect(topped.amount).toBe(125);
+    expect(failures).toBe(0);
+    await eventually(async () => (await topUpEvents(tenant)).length === 1, "the audit event is written on a retry");
+    expect(await topUpEvents(tenant)).toEqual([{ category: "request", amount: 25, reason: "invoice 9", new_amount: 125 }]);
   });
 });
 
@@ -147,6 +213,7 @@ describe("owners", () => {
       expect(Object.keys(doc.paths[`${base}/budgets`]!)).toContain("get");
       expect(Object.keys(doc.paths[`${base}/budgets/{category}`]!)).toEqual(expect.arrayContaining(["get", "put", "delete"]));
       expect(Object.keys(doc.paths[`${base}/budgets/{category}/topups`]!)).toContain("post");
+      expect(doc.paths[`${base}/budgets/{category}/topups`]!.post).toMatchObject({ parameters: [{ name: "Idempotency-Key", in: "header" }] });
     }
     expect(Object.keys(doc.components.schemas)).toEqual(expect.arrayContaining(["Budget", "BudgetBody", "TopUpBody"]));
   });
