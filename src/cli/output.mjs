@@ -18,6 +18,11 @@ export function cell(/** @type {unknown} */ value) {
   return JSON.stringify(value);
 }
 
+/** A whole number as people read it: `50,000`. Anything else as `cell` shows it. */
+export function count(/** @type {unknown} */ value) {
+  return typeof value === "number" && Number.isSafeInteger(value) ? value.toLocaleString("en-US") : cell(value);
+}
+
 /**
  * Columns separated by two spaces, the header in capitals; `empty` instead
  * when there are no rows.

@@ -49,6 +49,17 @@ describe("tollgate budgets", () => {
     expect(explained).toMatch(new RegExp(`^tenant:${tenant}\\s+request\\s+none\\s+3\\s+1\\s+-$`, "m"));
   });
 
+  it("says amounts as people read them (50,000 credits), and --json keeps the API's numbers", async () => {
+    const tenant = unique("cli-budget-words");
+    expect((await adminCall("PUT", `/tenants/${tenant}`, {})).status).toBe(201);
+    expect(ok(await tollgate("budgets", "put", `tenant:${tenant}`, "request", "--amount", "50000", "--period", "none")).stdout).toBe(`Created the request budget of tenant:${tenant}: 50,000 credits.\n`);
+    expect(ok(await tollgate("budgets", "topup", `tenant:${tenant}`, "request", "--amount", "1200000")).stdout).toBe(`Topped up the request credits of tenant:${tenant}: 1,250,000 in all, 1,250,000 remaining.\n`);
+    expect(tableRows(ok(await tollgate("budgets", "get", `tenant:${tenant}`)).stdout)).toEqual([[`tenant:${tenant}`, "request", "none", "1,250,000", "0", "1,250,000", "-"]]);
+    const replaced = ok(await tollgate("budgets", "put", `tenant:${tenant}`, "request", "--amount", "2500000", "--period", "month", "--json"));
+    expect(jsonOut<{ amount: number; period: string }>(replaced)).toMatchObject({ amount: 2500000, period: "month" });
+    expect(ok(await tollgate("budgets", "put", `tenant:${tenant}`, "request", "--amount", "1", "--period", "none")).stdout).toBe(`Replaced the request budget of tenant:${tenant}: 1 credit.\n`);
+  });
+
   it("exits 1 with one line when the gateway refuses, and 2 on a usage error", async () => {
     const tenant = unique("cli-budget-bad");
     expect((await adminCall("PUT", `/tenants/${tenant}`, {})).status).toBe(201);

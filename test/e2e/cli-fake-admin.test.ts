@@ -180,13 +180,50 @@ describe("blocks (POST/GET /blocks, DELETE /blocks/{id})", () => {
 
   it("rm takes a 204 with no body as done", async () => {
     route = () => ({ status: 204, body: "" });
-    expect(await cli("blocks", "rm", "blk9")).toMatchObject({ code: 0, stdout: "Removed block blk9.\n" });
+    expect(await cli("blocks", "rm", "9")).toMatchObject({ code: 0, stdout: "Removed block 9.\n" });
   });
 
   it("rm deletes by id", async () => {
-    route = () => ({ body: { id: "blk1", deleted: true } });
-    expect(await cli("blocks", "rm", "blk1")).toMatchObject({ code: 0, stdout: "Removed block blk1.\n" });
-    expect(only()).toMatchObject({ method: "DELETE", path: "/blocks/blk1" });
+    route = () => ({ body: { id: 1, deleted: true } });
+    expect(await cli("blocks", "rm", "1")).toMatchObject({ code: 0, stdout: "Removed block 1.\n" });
+    expect(only()).toMatchObject({ method: "DELETE", path: "/blocks/1" });
+  });
+
+  /** Two pages of blocks; `net:198.51.100.0/24` is blocked twice (as an older gateway could hold it). */
+  function blockPages(r: Received): FakeAnswer {
+    if (r.method === "DELETE") {
+      const id = Number(r.path.slice("/blocks/".length));
+      return { body: { id, target: id === 4 ? "key:k7m2q9x4a1bc" : "net:198.51.100.0/24", deleted: true } };
+    }
+    return r.query.cursor === undefined
+      ? { body: { blocks: [{ id: 3, target: "net:198.51.100.0/24", active: true }, { id: 4, target: "key:k7m2q9x4a1bc", active: true }], next_cursor: "n" } }
+      : { body: { blocks: [{ id: 8, target: "net:198.51.100.0/24", active: false }], next_cursor: null } };
+  }
+
+  it("rm takes a target: it finds the block with that target on every page and removes it by id", async () => {
+    route = blockPages;
+    expect(await cli("blocks", "rm", "key:k7m2q9x4a1bc")).toMatchObject({ code: 0, stdout: "Removed block 4 (key:k7m2q9x4a1bc).\n" });
+    expect(fake.received.map((r) => `${r.method} ${r.path}${r.query.cursor === undefined ? "" : `?cursor=${r.query.cursor}`}`)).toEqual(["GET /blocks", "GET /blocks?cursor=n", "DELETE /blocks/4"]);
+  });
+
+  it("rm of a target blocked more than once removes every such block and says how many", async () => {
+    route = blockPages;
+    expect(await cli("blocks", "rm", "net:198.51.100.0/24")).toMatchObject({ code: 0, stdout: "2 blocks had the target net:198.51.100.0/24; removed all of them: 3, 8.\n" });
+    expect(fake.received.filter((r) => r.method === "DELETE").map((r) => r.path)).toEqual(["/blocks/3", "/blocks/8"]);
+    fake.received.length = 0;
+    expect(jsonOut(await cli("blocks", "rm", "net:198.51.100.0/24", "--json"))).toEqual({ blocks: [{ id: 3, target: "net:198.51.100.0/24", deleted: true }, { id: 8, target: "net:198.51.100.0/24", deleted: true }] });
+  });
+
+  it("rm of a target no block has exits 1 and points at `blocks ls`; anything else is a usage error", async () => {
+    route = blockPages;
+    const none = await cli("blocks", "rm", "ip:192.0.2.1");
+    expectRefused(none, /^error: no block has the target ip:192\.0\.2\.1: run `tollgate blocks ls` to see every block with its id and target\n$/);
+    expect(fake.received.some((r) => r.method === "DELETE")).toBe(false);
+    fake.received.length = 0;
+    const junk = await cli("blocks", "rm", "blk1");
+    expect(junk.code).toBe(2);
+    expect(junk.stderr).toMatch(/expected a block id \(a number, as `tollgate blocks ls` shows it\) or a target such as ip:203\.0\.113\.7, not 'blk1'/);
+    expect(fake.received).toEqual([]);
   });
 });
 

@@ -139,7 +139,8 @@ describe("tollgate blocks ls|add|rm", () => {
     // Explain names the block that refuses the caller: its own before its tenant's.
     expect(ok(await tollgate("explain", `key:${id}`)).stdout).toMatch(new RegExp(`^block\\s+block ${blockId} of key:${id} \\(active\\) reason: abuse report 12$`, "m"));
 
-    expect(ok(await tollgate("blocks", "rm", String(blockId))).stdout).toBe(`Removed block ${blockId} (key:${id}).\n`);
+    // By its target, as `blocks add` took it (issue 40: this was "id: is not a block id").
+    expect(ok(await tollgate("blocks", "rm", `key:${id}`)).stdout).toBe(`Removed block ${blockId} (key:${id}).\n`);
     expect((await keyed(key)).status).toBe(403); // the tenant's block still applies
     expect(jsonOut(ok(await tollgate("blocks", "rm", String(timed.id), "--json")))).toEqual({ id: timed.id, target: `tenant:${tenant}`, deleted: true });
     expect((await keyed(key)).status).toBe(200);

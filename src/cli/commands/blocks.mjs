@@ -2,6 +2,7 @@
 // tollgate blocks ls|get|add|rm — shut a caller, tenant or network out:
 // 403 `blocked` before any other check, until it expires or is removed.
 import { segment } from "../admin-client.mjs";
+import { refusedError, usageError } from "../cli-error.mjs";
 import { expiresAt, jsonObjectArgument } from "../input.mjs";
 import { printFields, printJson, printTable, records } from "../output.mjs";
 import { session } from "../session.mjs";
@@ -82,12 +83,44 @@ Example:
 
   blocks
     .command("rm")
-    .description("remove a block by id")
-    .argument("<id>", "block id, as `blocks ls` shows it")
-    .action(async (/** @type {string} */ id, /** @type {{}} */ _options, /** @type {Command} */ command) => {
+    .description("remove a block by its id, or the block(s) of a target")
+    .argument("<id|target>", "block id, as `blocks ls` shows it, or the target blocked (ip:…, net:…, key:…, jwt:… or tenant:…)")
+    .addHelpText("after", `
+Examples:
+  tollgate blocks rm 17
+  tollgate blocks rm net:203.0.113.0/24`)
+    .action(async (/** @type {string} */ idOrTarget, /** @type {{}} */ _options, /** @type {Command} */ command) => {
+      if (!BLOCK_ID.test(idOrTarget) && !idOrTarget.includes(":")) {
+        throw usageError(`expected a block id (a number, as \`tollgate blocks ls\` shows it) or a target such as ip:203.0.113.7, not '${idOrTarget}'`);
+      }
       const { client, output } = session(command, runtime);
-      const { body } = await client.json("DELETE", `/blocks/${segment(id, "id")}`);
-      if (output.json) return printJson(output, body);
-      output.out(`Removed block ${id}${typeof body.target === "string" ? ` (${body.target})` : ""}.\n`);
+      if (BLOCK_ID.test(idOrTarget)) {
+        const { body } = await client.json("DELETE", `/blocks/${segment(idOrTarget, "id")}`);
+        if (output.json) return printJson(output, body);
+        output.out(`Removed block ${idOrTarget}${typeof body.target === "string" ? ` (${body.target})` : ""}.\n`);
+        return;
+      }
+      // A target: the API deletes by id, so find the block(s) that name it.
+      const matching = records(await client.listAll("/blocks", "blocks")).filter((b) => sameTarget(b.target, idOrTarget));
+      if (matching.length === 0) throw refusedError(`no block has the target ${idOrTarget}: run \`tollgate blocks ls\` to see every block with its id and target`);
+      /** @type {Record<string, unknown>[]} */
+      const removed = [];
+      for (const block of matching) removed.push((await client.json("DELETE", `/blocks/${segment(String(block.id), "id")}`)).body);
+      if (output.json) return printJson(output, { blocks: removed });
+      const ids = removed.map((b) => String(b.id));
+      output.out(removed.length === 1 ? `Removed block ${ids[0]} (${idOrTarget}).\n` : `${removed.length} blocks had the target ${idOrTarget}; removed all of them: ${ids.join(", ")}.\n`);
     });
+}
+
+/** A block id as the API numbers them. */
+const BLOCK_ID = /^\d{1,16}$/;
+
+/**
+ * Whether a stored block's target is the one typed: the API keeps targets in
+ * its own spelling (lower-case kind and hexadecimal), so case is ignored.
+ * @param {unknown} stored
+ * @param {string} typed
+ */
+function sameTarget(stored, typed) {
+  return typeof stored === "string" && stored.toLowerCase() === typed.toLowerCase();
 }

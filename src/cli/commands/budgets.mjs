@@ -4,7 +4,7 @@
 // written as the API names it: tenant:<slug>, key:<id> or org:<slug>.
 import { usageError } from "../cli-error.mjs";
 import { segment } from "../admin-client.mjs";
-import { printFields, printJson, printTable, records } from "../output.mjs";
+import { count, printFields, printJson, printTable, records } from "../output.mjs";
 import { session } from "../session.mjs";
 
 /** @typedef {import("commander").Command} Command */
@@ -39,9 +39,9 @@ const COLUMNS = [
   ["owner", (b) => b.owner],
   ["category", (b) => b.category],
   ["period", (b) => b.period],
-  ["amount", (b) => b.amount],
-  ["used", (b) => b.used],
-  ["remaining", (b) => b.remaining],
+  ["amount", (b) => count(b.amount)],
+  ["used", (b) => count(b.used)],
+  ["remaining", (b) => count(b.remaining)],
   ["resets", (b) => b.resets_at],
 ];
 
@@ -54,9 +54,9 @@ function printBudget(output, b) {
     ["owner", b.owner],
     ["category", b.category],
     ["period", b.period],
-    ["amount", b.amount],
-    ["used", b.used],
-    ["remaining", b.remaining],
+    ["amount", count(b.amount)],
+    ["used", count(b.used)],
+    ["remaining", count(b.remaining)],
     ["thresholds", b.thresholds],
     ["period start", b.period_start],
     ["resets", b.resets_at],
@@ -114,7 +114,8 @@ Examples:
       const { client, output } = session(command, runtime);
       const answer = await client.json("PUT", `${path}/budgets/${segment(category, "category")}`, { body });
       if (output.json) return printJson(output, answer.body);
-      output.out(`${answer.status === 201 ? "Created" : "Replaced"} the ${category} budget of ${owner}: ${String(answer.body.amount)} per ${options.period === "none" ? "credit" : options.period}.\n`);
+      const amount = count(answer.body.amount);
+      output.out(`${answer.status === 201 ? "Created" : "Replaced"} the ${category} budget of ${owner}: ${options.period === "none" ? `${amount} ${answer.body.amount === 1 ? "credit" : "credits"}` : `${amount} per ${options.period}`}.\n`);
     });
 
   budgets
@@ -132,6 +133,6 @@ Examples:
       const { client, output } = session(command, runtime);
       const { body: answer } = await client.json("POST", `${path}/budgets/${segment(category, "category")}/topups`, { body });
       if (output.json) return printJson(output, answer);
-      output.out(`Topped up the ${category} credits of ${owner}: ${String(answer.amount)} in all, ${String(answer.remaining)} remaining.\n`);
+      output.out(`Topped up the ${category} credits of ${owner}: ${count(answer.amount)} in all, ${count(answer.remaining)} remaining.\n`);
     });
 }

@@ -6,7 +6,7 @@
 // full burst.
 import { segment } from "../admin-client.mjs";
 import { callerArgument } from "../input.mjs";
-import { cell, printFields, printJson, printTable, records } from "../output.mjs";
+import { cell, count, printFields, printJson, printTable, records } from "../output.mjs";
 import { session } from "../session.mjs";
 
 /** @typedef {import("commander").Command} Command */
@@ -80,8 +80,8 @@ export function registerCallerCommands(program, runtime) {
             ["budget", (b) => b.owner],
             ["category", (b) => b.category],
             ["period", (b) => b.period],
-            ["amount", (b) => b.amount],
-            ["remaining", (b) => b.remaining],
+            ["amount", (b) => count(b.amount)],
+            ["remaining", (b) => count(b.remaining)],
             ["resets", (b) => b.resets_at],
           ],
           budgets,
