@@ -143,11 +143,9 @@ export interface ExchangeRuntime {
   readonly alertOnce: {
     first(key: string, nowMs: number, periodMs: number): boolean;
   };
-  /** Key usage waiting for D1 (src/identity/usage-tracker.ts). */
+  /** Key usage waiting for D1, written with metering (src/identity/usage-tracker.ts). */
   readonly keyUsage: {
-    recordKeyUse(keyId: string, address: string, atMs: number, maxPending: number, intervalMs: number): void;
-    flushDue(nowMs: number): boolean;
-    maybeFlush(db: () => Db, nowMs: number, intervalMs: number, waitUntil: (work: Promise<unknown>) => void): boolean;
+    recordKeyUse(keyId: string, address: string, atMs: number, maxPending: number): void;
   };
   /** The deployment's audit-subject key (src/cache/key-check.ts). */
   readonly keyCheck: {

@@ -140,6 +140,8 @@ export function compileRuntime(env: Bindings, options: RuntimeOptions = {}): Run
   const now = options.clock ?? Date.now;
   const origin = parseOriginBase(env.ORIGIN_URL);
   const upstreams = config !== null && origin.ok ? compileUpstreams(origin.base, config.origins, config.routeOrigins, env) : null;
+  // The keys' use is written whenever metering is (src/db/usage-meter.ts).
+  const keyUsage = new UsageTracker();
   const runtime: Runtime & { gateway: GatewayHandler } = {
     config,
     configError: parsed.ok ? null : { field: parsed.field, message: parsed.message },
@@ -158,8 +160,8 @@ export function compileRuntime(env: Bindings, options: RuntimeOptions = {}): Run
     keyCheck: new KeyCheckLoader(adminConfig.cacheTtlMs),
     policy: new PolicyCache(adminConfig),
     tenants: new TenantCache(adminConfig),
-    keyUsage: new UsageTracker(),
-    meter: new UsageMeter(),
+    keyUsage,
+    meter: new UsageMeter(keyUsage),
     traffic: new TrafficRecorder(),
     alertOnce: new AlertOnce(),
     jwt:

@@ -15,6 +15,10 @@
 // holds at most `maxPending` distinct (tenant, month, metric) entries; past
 // that a new entry's delta is dropped and counted (an entry already pending
 // still adds).
+//
+// Other background writes can ride with it (`MeterRider`): the keys' use
+// (src/identity/usage-tracker.ts) is written whenever metering is, so the two
+// never tell different stories about the same requests.
 import { sql } from "drizzle-orm";
 import type { Db } from "./client";
 import { usageMonthly } from "./schema";
@@ -56,12 +60,24 @@ export interface UsageMeterStats {
   readonly failedFlushes: number;
 }
 
+/**
+ * Writes that go to D1 whenever metering does (the keys' use): told to flush
+ * each time the meter starts a flush, and counted as pending so a meter with
+ * nothing of its own still flushes for it.
+ */
+export interface MeterRider {
+  readonly hasPending: boolean;
+  /** Writes what is pending; never rejects (a failure is the rider's to keep for next time). */
+  flush(db: () => Db): Promise<void>;
+}
+
 /** The shortest wall-clock gap between two writes of a quiet isolate's metering (see flushIdle). */
 export const IDLE_FLUSH_GAP_MS = 1000;
 /** Up to this many request ends in a second, an isolate counts as quiet (see endedQuietly). */
 export const QUIET_REQUESTS_PER_S = 10;
 
 export class UsageMeter {
+  readonly #rider: MeterRider | null;
   /** `tenant \n period \n metric` → pending delta. */
   #pending = new Map<string, Pending>();
   #dropped = 0;
@@ -88,6 +104,11 @@ export class UsageMeter {
   #period = "";
   #periodFromMs = 0;
   #periodUntilMs = 0;
+
+  /** `rider`: written with every flush of this meter (the isolate's key usage). */
+  constructor(rider: MeterRider | null = null) {
+    this.#rider = rider;
+  }
 
   get stats(): UsageMeterStats {
     return { pending: this.#pending.size, dropped: this.#dropped, flushes: this.#flushes, failedFlushes: this.#failedFlushes };
@@ -147,7 +168,7 @@ export class UsageMeter {
    */
   maybeFlush(db: () => Db, nowMs: number, flushIntervalMs: number, waitUntil: (p: Promise<unknown>) => void): boolean {
     if (this.#inFlight !== null || this.#intervalFromMs === null || nowMs - this.#intervalFromMs < flushIntervalMs) return false;
-    if (this.#pending.size === 0) {
+    if (!this.hasPending) {
       this.#intervalFromMs = null;
       return false;
     }
@@ -160,9 +181,9 @@ export class UsageMeter {
     return true;
   }
 
-  /** Whether anything waits for a flush. */
+  /** Whether anything waits for a flush, the rider's included. */
   get hasPending(): boolean {
-    return this.#pending.size > 0;
+    return this.#pending.size > 0 || this.#rider?.hasPending === true;
   }
 
   /**
@@ -197,7 +218,7 @@ export class UsageMeter {
    * promise never rejects.
    */
   flushIdle(db: () => Db, nowMs: number, waitUntil: (p: Promise<unknown>) => void): void {
-    if (this.#pending.size === 0 || this.#idleScheduled) return;
+    if (!this.hasPending || this.#idleScheduled) return;
     const sinceMs = Date.now() - this.#lastIdleFlushAtMs;
     const waitMs = sinceMs >= IDLE_FLUSH_GAP_MS ? 0 : IDLE_FLUSH_GAP_MS - sinceMs;
     this.#idleScheduled = true;
@@ -207,7 +228,7 @@ export class UsageMeter {
       while (this.#inFlight !== null) await this.#inFlight;
       this.#idleScheduled = false;
       this.#lastIdleFlushAtMs = Date.now();
-      if (this.#pending.size > 0) await this.#flush(db, nowMs + waitMs);
+      if (this.hasPending) await this.#flush(db, nowMs + waitMs);
     })();
     try {
       waitUntil(work);
@@ -223,7 +244,7 @@ export class UsageMeter {
    */
   async flushNow(db: Db, nowMs: number): Promise<void> {
     while (this.#inFlight !== null) await this.#inFlight;
-    if (this.#pending.size === 0) return;
+    if (!this.hasPending) return;
     await this.#flush(() => db, nowMs);
   }
 
@@ -232,9 +253,12 @@ export class UsageMeter {
     const entries = [...this.#pending.values()];
     this.#pending = new Map();
     this.#intervalFromMs = nowMs;
-    const work = this.#write(db, entries).finally(() => {
-      this.#inFlight = null;
-    });
+    // Neither write rejects: each puts back what it could not write.
+    const work = Promise.all([this.#write(db, entries), this.#rider?.flush(db)])
+      .then(() => undefined)
+      .finally(() => {
+        this.#inFlight = null;
+      });
     this.#inFlight = work;
     return work;
   }
@@ -291,7 +315,7 @@ export class UsageMeter {
   }
 }
 
-/** A meter of its own: a test's second "isolate". Each runtime holds one (src/runtime.ts). */
-export function createUsageMeter(): UsageMeter {
-  return new UsageMeter();
+/** A meter of its own: a test's second "isolate". Each runtime holds one (src/runtime.ts), with its key usage as the rider. */
+export function createUsageMeter(rider: MeterRider | null = null): UsageMeter {
+  return new UsageMeter(rider);
 }

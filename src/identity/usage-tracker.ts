@@ -1,14 +1,19 @@
 // Usage tracking of managed keys: each admitted keyed request
 // adds to an in-isolate accumulator — per key the count, the last use and the
-// address it came from — written to api_keys in the background (waitUntil) at
-// most once per usage.flush_interval_s. It never blocks or fails a request:
-// recording is a Map update; a flush's errors are logged and its entries put
-// back within the bound. The accumulator holds at most usage.max_pending keys;
-// past that, uses of new keys are dropped and counted (a key already pending
-// still counts), also when a failed flush's keys are put back.
-// Per-tenant monthly metering (usage_monthly) is src/db/usage-meter.ts's.
+// address it came from — written to api_keys in the background with metering:
+// whatever flushes the isolate's metering (src/db/usage-meter.ts, at most once
+// per usage.flush_interval_s while busy, soon after a request on a quiet
+// isolate) writes the keys' use too, so a used key never reads "never / 0"
+// while its tenant's usage already counts the request, and an isolate that
+// goes away loses no more of one than of the other. It never blocks or fails
+// a request: recording is a Map update; a flush's errors are logged and its
+// entries put back within the bound. The accumulator holds at most
+// usage.max_pending keys; past that, uses of new keys are dropped and counted
+// (a key already pending still counts), also when a failed flush's keys are
+// put back.
 import type { Db } from "../db/client";
 import { addKeyUsage } from "../db/keys";
+import type { MeterRider } from "../db/usage-meter";
 import { errorName, log } from "../log/logger";
 
 interface KeyPending {
@@ -29,7 +34,7 @@ export interface UsageTrackerStats {
   readonly failedFlushes: number;
 }
 
-export class UsageTracker {
+export class UsageTracker implements MeterRider {
   #keys = new Map<string, KeyPending>();
   /** The bound the last recorded use was given: a failed flush puts keys back within it. */
   #maxPending = 0;
@@ -37,15 +42,13 @@ export class UsageTracker {
   #flushes = 0;
   #failedFlushes = 0;
   #flushing = false;
-  /** When the next flush may run; set by the first use after a flush. */
-  #nextFlushAtMs: number | null = null;
 
   get stats(): UsageTrackerStats {
     return { pending: this.#keys.size, dropped: this.#dropped, flushes: this.#flushes, failedFlushes: this.#failedFlushes };
   }
 
   /** One admitted request of key `keyId` from `address` at `atMs`. */
-  recordKeyUse(keyId: string, address: string, atMs: number, maxPending: number, intervalMs: number): void {
+  recordKeyUse(keyId: string, address: string, atMs: number, maxPending: number): void {
     this.#maxPending = maxPending;
     const pending = this.#keys.get(keyId);
     if (pending !== undefined) {
@@ -58,33 +61,25 @@ export class UsageTracker {
       this.#keys.set(keyId, { count: 1, lastUsedAtMs: atMs, lastUsedFrom: address });
     } else {
       this.#dropped += 1;
-      return;
     }
-    this.#nextFlushAtMs ??= atMs + intervalMs;
   }
 
-  /** Whether maybeFlush could start a flush at `nowMs` (a cheap check, so a request that has none to start allocates nothing). */
-  flushDue(nowMs: number): boolean {
-    return !this.#flushing && this.#nextFlushAtMs !== null && nowMs >= this.#nextFlushAtMs;
+  /** Whether any key's use waits to be written. */
+  get hasPending(): boolean {
+    return this.#keys.size > 0;
   }
 
   /**
-   * Starts a flush when one is due at `nowMs` and none is running, handing
-   * its promise to `waitUntil`. Returns whether it started one. `db` is only
-   * called when a flush starts.
+   * Writes every pending use now; the meter calls it as it flushes. `db` is
+   * only called when something is pending. A flush still being written keeps
+   * what came since for the next one. Never rejects.
    */
-  maybeFlush(db: () => Db, nowMs: number, intervalMs: number, waitUntil: (work: Promise<unknown>) => void): boolean {
-    if (this.#flushing || this.#nextFlushAtMs === null || nowMs < this.#nextFlushAtMs) return false;
-    if (this.#keys.size === 0) {
-      this.#nextFlushAtMs = null;
-      return false;
-    }
+  flush(db: () => Db): Promise<void> {
+    if (this.#flushing || this.#keys.size === 0) return Promise.resolve();
     const keys = [...this.#keys];
     this.#keys = new Map();
-    this.#nextFlushAtMs = nowMs + intervalMs;
     this.#flushing = true;
-    waitUntil(this.#write(db, keys));
-    return true;
+    return this.#write(db, keys);
   }
 
   async #write(db: () => Db, keys: readonly (readonly [string, KeyPending])[]): Promise<void> {

@@ -222,7 +222,7 @@ class Settlement {
     const nowMs = x.runtime.now();
     const caller = x.caller;
     const tenant = x.tenant;
-    if (forwarded && caller.kind === "key") x.runtime.keyUsage.recordKeyUse(caller.keyId, x.clientAddress, nowMs, options.usageMaxPending, options.usageFlushIntervalMs);
+    if (forwarded && caller.kind === "key") x.runtime.keyUsage.recordKeyUse(caller.keyId, x.clientAddress, nowMs, options.usageMaxPending);
     if (forwarded && tenant !== null) {
       x.runtime.meter.add(tenant.slug, "requests", 1, nowMs, options.usageMaxPending);
       const bytesIn = x.declaredBytes ?? 0;
@@ -235,13 +235,13 @@ class Settlement {
 
 /**
  * Counts the request (traffic, Analytics Engine) and starts the background
- * flushes of key usage, metering and traffic when they are due (on most
- * requests of a busy isolate none is: nothing is allocated). Metering is also
- * written at once when this request is the isolate's only one in flight: on a
- * quiet gateway no later request may come to carry it.
+ * flushes of metering (which writes key usage with it) and traffic when they
+ * are due (on most requests of a busy isolate none is: nothing is allocated).
+ * Metering is also written at once when this request is the isolate's only
+ * one in flight: on a quiet gateway no later request may come to carry it.
  */
 export function flushUsage(x: Exchange, nowMs: number, intervalMs: number, status: number, bytesOut: number | null): void {
-  const { keyUsage, meter, traffic } = x.runtime;
+  const { meter, traffic } = x.runtime;
   // Every request ends here exactly once (a gateway answer, a settled forward, a stream's end): its traffic count and data point too.
   if (x.config.traffic.enabled) countTraffic(x, nowMs);
   writeAnalytics(x, status, bytesOut, nowMs);
@@ -249,10 +249,9 @@ export function flushUsage(x: Exchange, nowMs: number, intervalMs: number, statu
   const trafficDue = traffic.flushDue(nowMs, intervalMs);
   // A quiet isolate writes its metering as its request ends; a busy one leaves it to the interval.
   const idle = x.config.usageFlushWhenIdle && meter.endedQuietly(nowMs) && meter.hasPending && x.runtime.inFlight.total <= 1;
-  if (!idle && !keyUsage.flushDue(nowMs) && !meter.flushDue(nowMs, intervalMs) && !trafficDue) return;
+  if (!idle && !meter.flushDue(nowMs, intervalMs) && !trafficDue) return;
   const db = () => database(x.env.DB);
   const later = (work: Promise<unknown>) => keepAlive(x.ctx, work);
-  keyUsage.maybeFlush(db, nowMs, intervalMs, later);
   if (idle) meter.flushIdle(db, nowMs, later);
   else meter.maybeFlush(db, nowMs, intervalMs, later);
   if (trafficDue) traffic.maybeFlush(db, nowMs, intervalMs, trafficFlushOptions(x), later);

@@ -82,7 +82,7 @@ async function open(x: Exchange, target: string, headers: Headers, options: Stre
 function opened(x: Exchange, options: StreamForwardOptions): void {
   const nowMs = x.runtime.now();
   const caller = x.caller;
-  if (caller.kind === "key") x.runtime.keyUsage.recordKeyUse(caller.keyId, x.clientAddress, nowMs, options.usageMaxPending, options.usageFlushIntervalMs);
+  if (caller.kind === "key") x.runtime.keyUsage.recordKeyUse(caller.keyId, x.clientAddress, nowMs, options.usageMaxPending);
   const tenant = x.tenant;
   if (tenant !== null) x.runtime.meter.add(tenant.slug, "requests", 1, nowMs, options.usageMaxPending);
   if (x.priced !== null) settleResponseCharge(x, NOT_FOUND.absent, nowMs, options.usageMaxPending);

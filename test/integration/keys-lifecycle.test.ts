@@ -2,7 +2,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { sha256Hex } from "../../src/utils/crypto";
 import { callGateway, clockedGateway, gatewayRequest, originLog, problemOf, unique, uniqueIp } from "../helpers";
-import { adminCall, createTenant, jsonOf, keyedCall, mintKey, testConfig } from "./admin-helpers";
+import { adminCall, createTenant, failingDb, jsonOf, keyedCall, mintKey, testConfig } from "./admin-helpers";
 
 const CONFIG = testConfig({ usage: { flush_interval_s: 0.05 } });
 
@@ -118,6 +118,44 @@ describe("managed keys through the gateway", () => {
     expect(keys[0]?.use_count).toBe(4);
     expect(keys[0]?.last_used_from).toBe(ip);
     expect(Date.parse(keys[0]?.last_used_at ?? "")).toBe(gw.clock.nowMs);
+  });
+});
+
+describe("key usage on a quiet gateway (issue 40 item 9)", () => {
+  // The default interval: on a quiet gateway no later request may come for minutes to carry a flush.
+  const QUIET = testConfig({ usage: { flush_interval_s: 60 } });
+
+  async function keyRow(tenant: string) {
+    const { keys } = await jsonOf<{ keys: { use_count: number; last_used_at: string | null; last_used_from: string | null }[] }>(await adminCall("GET", `/tenants/${tenant}/keys`, QUIET), 200);
+    return keys[0];
+  }
+
+  it("writes a key's use with metering as its request ends: one request shows in D1 at once, not after the next request past the interval", async () => {
+    const tenant = unique("quiet-key");
+    await createTenant(QUIET, tenant);
+    const minted = await mintKey(QUIET, tenant);
+    const ip = uniqueIp();
+    const gw = clockedGateway(QUIET);
+    const use = () => gw.call(gatewayRequest("/q", { ip, headers: { authorization: `Bearer ${minted.key}` } }), { settle: true });
+    expect((await use()).status).toBe(200);
+    // Nothing else is asked of the gateway: the one request's own end wrote it, beside its metering.
+    expect(await keyRow(tenant)).toMatchObject({ use_count: 1, last_used_from: ip, last_used_at: new Date(gw.clock.nowMs).toISOString() });
+    const metered = await env.DB.prepare("select value from usage_monthly where tenant = ? and metric = 'requests'").bind(tenant).first<{ value: number }>();
+    expect(metered?.value).toBe(1);
+  });
+
+  it("keeps a key's use through a flush that fails and writes it with the next one", async () => {
+    const tenant = unique("quiet-key-fail");
+    await createTenant(QUIET, tenant);
+    const minted = await mintKey(QUIET, tenant);
+    const gw = clockedGateway(QUIET);
+    const request = () => gatewayRequest("/q", { ip: uniqueIp(), headers: { authorization: `Bearer ${minted.key}` } });
+    // The key's record is cached by the first call, so the second can reach the origin with D1 down; its flush fails.
+    expect((await gw.call(request(), { settle: true })).status).toBe(200);
+    expect((await gw.call(request(), { settle: true, env: { DB: failingDb() } })).status).toBe(200);
+    expect(await keyRow(tenant)).toMatchObject({ use_count: 1 });
+    expect((await gw.call(request(), { settle: true })).status).toBe(200);
+    expect(await keyRow(tenant)).toMatchObject({ use_count: 3 });
   });
 });
 
