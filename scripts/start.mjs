@@ -1,16 +1,24 @@
 // `npm start`: the whole gateway on this machine, in one command.
+//   0. with `--config <file>` (or TOLLGATE_CONFIG=<file>), checks that file
+//      with the gateway's own validation first, and stops there if it is not
+//      valid, naming every problem with its path;
 //   1. applies the D1 migrations to the local database (.wrangler/state),
 //   2. starts the demo origin (scripts/origin.mjs) on 127.0.0.1,
-//   3. starts `wrangler dev` in front of it, on 127.0.0.1,
-//   4. waits until both answer, seeds a dev tenant and a dev key through the
-//      admin API, and prints a curl line that works.
+//   3. starts `wrangler dev` in front of it, on 127.0.0.1, with the dev
+//      tokens of .tollgate.env (made the first time) and the config file's
+//      TOLLGATE in place of wrangler.toml's when one was given,
+//   4. waits until both answer, makes tenant `dev` and its key the first
+//      time (later runs reuse them: scripts/lib/dev-seed.mjs), and prints a
+//      curl line that works.
 // Ctrl-C stops both. Ports: GATEWAY_PORT (8787) and ORIGIN_PORT (8788).
-import { spawn, spawnSync } from "node:child_process";
-import { randomBytes } from "node:crypto";
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { spawn } from "node:child_process";
 import { createServer } from "node:net";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { adminCaller, DEV_TENANT, ensureDevTenantAndKey } from "./lib/dev-seed.mjs";
+import { DEV_ENV_FILE, ensureDevEnv, wranglerEnvFileArgs, writeDevEnv } from "./lib/dev-env.mjs";
+import { applyLocalMigrations, checkedConfig, fail, requireDependencies, wranglerBinOf } from "./lib/local-run.mjs";
+import { localWranglerEnv } from "./lib/wrangler-env.mjs";
 import { startOrigin } from "./origin.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
@@ -18,11 +26,23 @@ const HOST = "127.0.0.1";
 const gatewayPort = Number(process.env.GATEWAY_PORT ?? 8787);
 const originPort = Number(process.env.ORIGIN_PORT ?? 8788);
 const STARTUP_TIMEOUT_MS = 90_000;
-const wranglerBin = join(root, "node_modules", ".bin", "wrangler");
+const wranglerBin = wranglerBinOf(root);
+const USAGE = "usage: npm start [-- --config <file.json|file.jsonc>]   (or TOLLGATE_CONFIG=<file> npm start)";
 
-function fail(message) {
-  console.error(`\n✗ ${message}`);
-  process.exit(1);
+/** `--config <file>` / `--config=<file>`, else TOLLGATE_CONFIG, else none. */
+function configFileArgument(args) {
+  let file = process.env.TOLLGATE_CONFIG || undefined;
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i];
+    if (arg === "--help" || arg === "-h") {
+      console.log(USAGE);
+      process.exit(0);
+    }
+    if (arg === "--config" && args[i + 1] !== undefined) file = args[++i];
+    else if (arg.startsWith("--config=") && arg.length > "--config=".length) file = arg.slice("--config=".length);
+    else fail(`${arg === "--config" ? "--config needs a file" : `unknown argument ${arg}`}\n  ${USAGE}`);
+  }
+  return file;
 }
 
 function portFree(port) {
@@ -31,29 +51,6 @@ function portFree(port) {
     probe.once("error", () => resolve(false));
     probe.listen(port, HOST, () => probe.close(() => resolve(true)));
   });
-}
-
-/**
- * The dev admin and auditor tokens live in .tollgate.env (git-ignored), made
- * once, and reach wrangler dev through --env-file. Not .dev.vars: wrangler
- * infers the Env type from that file, and would then call the committed
- * worker-configuration.d.ts out of date.
- */
-export const DEV_ENV_FILE = ".tollgate.env";
-
-function devTokens() {
-  const file = join(root, DEV_ENV_FILE);
-  let existing = existsSync(file) ? readFileSync(file, "utf8") : "";
-  const read = (name) => existing.match(new RegExp(`^${name}\\s*=\\s*"?([^"\\n]+)"?\\s*$`, "m"))?.[1];
-  const ensure = (name, prefix) => {
-    const found = read(name);
-    if (found) return found;
-    const token = `${prefix}-${randomBytes(16).toString("hex")}`;
-    existing = `${existing}${existing && !existing.endsWith("\n") ? "\n" : ""}${name}="${token}"\n`;
-    writeFileSync(file, existing);
-    return token;
-  };
-  return { admin: ensure("ADMIN_TOKEN", "dev-admin"), auditor: ensure("AUDITOR_TOKEN", "dev-auditor") };
 }
 
 async function waitFor(url, deadlineMs) {
@@ -69,38 +66,29 @@ async function waitFor(url, deadlineMs) {
   return false;
 }
 
-async function admin(token, method, path, body) {
-  const res = await fetch(`http://${HOST}:${gatewayPort}/_tollgate/admin/v1${path}`, {
-    method,
-    headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await res.text();
-  if (!res.ok) throw new Error(`${method} ${path} answered ${res.status}: ${text}`);
-  return JSON.parse(text);
-}
-
 async function main() {
-  if (!existsSync(wranglerBin)) fail("Dependencies are missing: run `npm install` first.");
+  requireDependencies(root);
+  const tollgateJson = await checkedConfig(root, configFileArgument(process.argv.slice(2)));
   for (const [name, port] of [["GATEWAY_PORT", gatewayPort], ["ORIGIN_PORT", originPort]]) {
     if (!(await portFree(port))) fail(`Port ${port} on ${HOST} is already in use. Stop what is using it, or run with ${name}=<a free port>.`);
   }
+  const { env: wranglerEnv, note } = localWranglerEnv(process.env);
 
   console.log("• applying D1 migrations to the local database");
-  const migrate = spawnSync(wranglerBin, ["d1", "migrations", "apply", "DB", "--local"], { cwd: root, stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, CI: "true" }, encoding: "utf8" });
-  if (migrate.status !== 0) fail(`Local D1 migrations failed:\n${migrate.stdout}\n${migrate.stderr}`);
+  applyLocalMigrations(root, wranglerEnv);
 
   const origin = await startOrigin({ port: originPort, host: HOST }).catch((err) => fail(`The demo origin could not start: ${err.message}`));
   console.log(`• demo origin on http://${HOST}:${origin.port}`);
 
-  const { admin: token } = devTokens();
+  const gatewayUrl = `http://${HOST}:${gatewayPort}`;
+  const devEnv = ensureDevEnv(root, gatewayUrl);
   const originUrl = `http://${HOST}:${origin.port}`;
-  console.log(`• starting wrangler dev on http://${HOST}:${gatewayPort}`);
-  const wrangler = spawn(wranglerBin, ["dev", "--ip", HOST, "--port", String(gatewayPort), "--env-file", DEV_ENV_FILE, "--var", `ORIGIN_URL:${originUrl}`, "--show-interactive-dev-session=false", "--inspector-ip", HOST], {
-    cwd: root,
-    stdio: ["ignore", "inherit", "inherit"],
-    detached: true,
-  });
+  if (note !== null) console.log(`• ${note}`);
+  console.log(`• starting wrangler dev on ${gatewayUrl}`);
+  const wranglerArgs = ["dev", "--ip", HOST, "--port", String(gatewayPort), ...wranglerEnvFileArgs(root, devEnv), "--var", `ORIGIN_URL:${originUrl}`];
+  if (tollgateJson !== null) wranglerArgs.push("--var", `TOLLGATE:${tollgateJson}`);
+  wranglerArgs.push("--show-interactive-dev-session=false", "--inspector-ip", HOST);
+  const wrangler = spawn(wranglerBin, wranglerArgs, { cwd: root, stdio: ["ignore", "inherit", "inherit"], detached: true, env: wranglerEnv });
 
   let stopping = false;
   const stop = async (code) => {
@@ -130,28 +118,26 @@ async function main() {
     }
   });
 
-  const up = await waitFor(`http://${HOST}:${gatewayPort}/_tollgate/health`, Date.now() + STARTUP_TIMEOUT_MS);
+  const up = await waitFor(`${gatewayUrl}/_tollgate/health`, Date.now() + STARTUP_TIMEOUT_MS);
   if (!up) {
-    console.error(`\n✗ The gateway did not answer on http://${HOST}:${gatewayPort} within ${STARTUP_TIMEOUT_MS / 1000} s.`);
+    console.error(`\n✗ The gateway did not answer on ${gatewayUrl} within ${STARTUP_TIMEOUT_MS / 1000} s.`);
     return stop(1);
   }
 
   try {
-    await admin(token, "PUT", "/tenants/dev", { limits: { request: { key: [{ count: 100, window_s: 1, burst: 200 }] } }, quota: { bytes: { soft: 800000, hard: 1000000 }, objects: { hard: 1000 } } });
-    const key = await admin(token, "POST", "/tenants/dev/keys", { name: `npm start ${new Date().toISOString()}` });
-    const url = `http://${HOST}:${gatewayPort}/hello?from=tollgate`;
-    const check = await fetch(url, { headers: { authorization: `Bearer ${key.key}` } });
-    const ok = check.status === 200;
+    const seeded = await ensureDevTenantAndKey(adminCaller(gatewayUrl, devEnv.ADMIN_TOKEN), devEnv.DEV_KEY);
+    if (seeded.keyMinted) writeDevEnv(root, { ...devEnv, DEV_KEY: seeded.key });
+    const url = `${gatewayUrl}/hello?from=tollgate`;
+    const check = await fetch(url, { headers: { authorization: `Bearer ${seeded.key}` } });
+    const made = seeded.tenantCreated ? `Tenant "${DEV_TENANT}" and its key are new` : seeded.keyMinted ? `Tenant "${DEV_TENANT}" is as you left it; its key is new` : `Tenant "${DEV_TENANT}" and its key are as you left them`;
     console.log(`
-Tollgate is running on http://${HOST}:${gatewayPort}, in front of the demo origin on ${originUrl}.
-Dev tenant "dev" and a fresh dev key are ready${ok ? " (checked: the gateway answered 200)" : ` (check answered ${check.status})`}. Try:
+Tollgate is running on ${gatewayUrl}, in front of the demo origin on ${originUrl}.
+${made} (in ${DEV_ENV_FILE}: DEV_KEY); ${check.status === 200 ? "the key was checked: 200" : `the key's check answered ${check.status}`}. Try:
 
-  curl -i -H "Authorization: Bearer ${key.key}" "${url}"
+  curl -i -H "Authorization: Bearer ${seeded.key}" "${url}"
 
-Admin API and console (tokens in ${DEV_ENV_FILE}: ADMIN_TOKEN, and AUDITOR_TOKEN to read only):
-
-  curl -H "Authorization: Bearer ${token}" http://${HOST}:${gatewayPort}/_tollgate/admin/v1/tenants/dev
-  console: http://${HOST}:${gatewayPort}/_tollgate/console   (open it in a browser, sign in with ADMIN_TOKEN)
+In another terminal, \`. ./${DEV_ENV_FILE}\` sets TOLLGATE_URL, TOLLGATE_ADMIN_TOKEN and DEV_KEY for curl and npx tollgate.
+Console: ${gatewayUrl}/_tollgate/console (sign in with ADMIN_TOKEN from ${DEV_ENV_FILE}, or AUDITOR_TOKEN to read only).
 
 wrangler dev also opens workerd's debugger (the DevTools inspector) on
 ${HOST}:9229 (or the next free port): only this machine can reach it, and
@@ -160,7 +146,7 @@ whoever attaches can read the Worker's memory, tokens included.
 Ctrl-C stops the gateway and the origin.
 `);
   } catch (err) {
-    console.error(`\n✗ Seeding the dev tenant failed: ${err.message}`);
+    console.error(`\n✗ Setting up tenant "${DEV_TENANT}" failed: ${err.message}`);
     return stop(1);
   }
 }
