@@ -91,6 +91,9 @@ export const DEFAULT_TRAFFIC_RETENTION_DAYS = 7;
 export const MAX_TRAFFIC_RETENTION_DAYS = 90;
 /** The first retry of an alert waits this long; each next one twice as long, at most an hour. */
 export const DEFAULT_ALERT_RETRY_BASE_S = 30;
+/** Alerts of one type an isolate queues per minute; the rest are dropped and counted in the next one (`data.dropped`). */
+export const DEFAULT_ALERT_MAX_PER_TYPE_PER_MINUTE = 20;
+export const MAX_ALERT_MAX_PER_TYPE_PER_MINUTE = 10_000;
 
 /** Null when `value` may receive alerts: https, or http to a loopback host (development); never credentials or a fragment. */
 export function webhookUrlError(value: string): string | null {
@@ -248,8 +251,9 @@ export const configSchema = z.strictObject({
         .refine((value) => webhookUrlError(value) === null, { message: "must be an https:// URL (http:// only to a loopback address, for development), without credentials or a fragment" })
         .optional(),
       retry_base_s: z.number().int("must be a whole number of seconds").min(1, "must be >= 1").max(3600, "must be <= 3600").default(DEFAULT_ALERT_RETRY_BASE_S),
+      max_per_type_per_minute: boundedInt(MAX_ALERT_MAX_PER_TYPE_PER_MINUTE).default(DEFAULT_ALERT_MAX_PER_TYPE_PER_MINUTE),
     })
-    .default({ retry_base_s: DEFAULT_ALERT_RETRY_BASE_S }),
+    .default({ retry_base_s: DEFAULT_ALERT_RETRY_BASE_S, max_per_type_per_minute: DEFAULT_ALERT_MAX_PER_TYPE_PER_MINUTE }),
   // Named origins a route may send to (`origin` on the route); ORIGIN_URL stays the default.
   origins: z
     .record(
@@ -315,6 +319,8 @@ export interface Config {
   readonly alertWebhookUrl: string | null;
   /** Seconds before an alert's first retry (then doubling, at most an hour). */
   readonly alertRetryBaseS: number;
+  /** Alerts of one type an isolate queues per minute; past it they are dropped and counted in the next one. */
+  readonly alertMaxPerTypePerMinute: number;
   /** Named origins: a base URL or a service binding (checked against the Worker's bindings by the runtime). */
   readonly origins: Readonly<Record<string, OriginSpec>>;
   /** Each route as `METHOD /path` (`* /path` for any method), by route index: the Analytics Engine's route blob. */
@@ -427,6 +433,7 @@ export function parseConfig(raw: unknown): ConfigResult {
       traffic: { enabled: c.traffic.enabled, retentionMs: c.traffic.retention_days * 86_400_000 },
       alertWebhookUrl: c.alerts.webhook_url ?? null,
       alertRetryBaseS: c.alerts.retry_base_s,
+      alertMaxPerTypePerMinute: c.alerts.max_per_type_per_minute,
     },
   };
 }

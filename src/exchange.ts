@@ -142,6 +142,7 @@ export interface ExchangeRuntime {
   /** Alerts raised lately by this isolate (src/alerts/raise.ts): true the first time a key is seen in a period. */
   readonly alertOnce: {
     first(key: string, nowMs: number, periodMs: number): boolean;
+    take(type: string, nowMs: number, perMinute: number): number | null;
   };
   /** Key usage waiting for D1, written with metering (src/identity/usage-tracker.ts). */
   readonly keyUsage: {

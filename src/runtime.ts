@@ -79,7 +79,7 @@ export interface Runtime {
   readonly meter: UsageMeter;
   /** Requests per minute, tenant and decision, and the callers refused most, waiting to be written to D1. */
   readonly traffic: TrafficRecorder;
-  /** Alerts raised lately by this isolate (one `block.hit` per block per hour, one `ledger.unavailable` a minute). */
+  /** Alerts raised lately by this isolate (one `block.hit` per block per hour, one `ledger.unavailable` a minute, at most alerts.max_per_type_per_minute of a type). */
   readonly alertOnce: AlertOnce;
   /** JWT verification: its key sets and verified tokens; null when no issuer is configured. */
   readonly jwt: JwtVerifier | null;

@@ -14,9 +14,45 @@ const BLOCK_HIT_PERIOD_MS = 3_600_000;
 const LEDGER_UNAVAILABLE_PERIOD_MS = 60_000;
 const MAX_REMEMBERED = 10_000;
 
+/** What one alert type has queued this minute, and dropped since its last one queued. */
+interface TypeCount {
+  minute: number;
+  queued: number;
+  dropped: number;
+}
+
 /** Which alerts this isolate raised lately, so a flood raises one, not thousands. Bounded. */
 export class AlertOnce {
   readonly #until = new Map<string, number>();
+  /** One entry per alert type (a fixed, short list). */
+  readonly #perType = new Map<string, TypeCount>();
+
+  /**
+   * Takes one of the `perMinute` alerts of `type` this isolate may queue in
+   * the clock minute holding `nowMs`. Null when they are used up (the alert
+   * is dropped and counted); else how many of its type were dropped since
+   * the last one queued, for this one to report (0: none).
+   */
+  take(type: string, nowMs: number, perMinute: number): number | null {
+    const minute = Math.floor(nowMs / 60_000);
+    let count = this.#perType.get(type);
+    if (count === undefined) {
+      count = { minute, queued: 0, dropped: 0 };
+      this.#perType.set(type, count);
+    }
+    if (count.minute !== minute) {
+      count.minute = minute;
+      count.queued = 0;
+    }
+    if (count.queued >= perMinute) {
+      count.dropped += 1;
+      return null;
+    }
+    count.queued += 1;
+    const dropped = count.dropped;
+    count.dropped = 0;
+    return dropped;
+  }
 
   /** True the first time `key` is seen in a period (and then not again until it ends). */
   first(key: string, nowMs: number, periodMs: number): boolean {
@@ -36,10 +72,20 @@ async function alertCallerOf(x: Exchange, nowMs: number): Promise<string | null>
   return callerSubject(x.runtime, x.env, nowMs, id);
 }
 
-/** Queues an alert about this request (its caller named when `withCaller`), in the background. */
-export function alertAbout(x: Exchange, alert: Omit<AlertMessage, "id" | "at" | "caller">, nowMs: number, withCaller: boolean): void {
+/**
+ * Queues an alert about this request (its caller named when `withCaller`),
+ * in the background. At most `alerts.max_per_type_per_minute` of a type per
+ * isolate and minute: past that they are dropped, and the next one of the
+ * type that is queued says how many in `data.dropped`, so a flood (a
+ * sustained limit hit from thousands of /64s) costs a bounded number of
+ * queue messages, D1 rows and webhook posts.
+ */
+export function alertAbout(x: Exchange, raised: Omit<AlertMessage, "id" | "at" | "caller">, nowMs: number, withCaller: boolean): void {
   const webhookUrl = x.config.alertWebhookUrl;
   if (webhookUrl === null) return;
+  const dropped = x.runtime.alertOnce.take(raised.type, nowMs, x.config.alertMaxPerTypePerMinute);
+  if (dropped === null) return;
+  const alert = dropped === 0 ? raised : { ...raised, data: { ...raised.data, dropped } };
   const queue = x.env.ALERTS as Queue | undefined;
   keepAlive(
     x.ctx,

@@ -7,8 +7,10 @@
 //   `period_start` (0 for credits), `used` (reserved and settled spends
 //   together), `fired` (a bit per threshold already audited this period).
 // - budget_reservations: what each request reserved, per budget, so its
-//   settlement moves exactly that (and a replayed settlement nothing).
-//   Rows are kept BUDGET_RESERVATION_RETENTION_MS and pruned on reserve.
+//   settlement moves exactly that. A settlement deletes its rows (a replay
+//   finds none and moves nothing); a reservation never settled is kept
+//   BUDGET_RESERVATION_RETENTION_MS and pruned on reserve. (`settled` is
+//   always 0 now; the first version kept settled rows for a day.)
 //
 // - budget_topups (a later migration): each top-up given an Idempotency-Key,
 //   with the budget it answered (JSON), so a repeat adds nothing and answers
@@ -74,7 +76,8 @@ export const BUDGET_SQL = {
 
   reservationsOf: `SELECT owner, category, units, period_start, settled FROM budget_reservations WHERE id = ?`,
   insertReservation: `INSERT INTO budget_reservations (id, owner, category, units, period_start, settled, at) VALUES (?, ?, ?, ?, ?, 0, ?)`,
-  settleReservation: `UPDATE budget_reservations SET settled = 1, units = ? WHERE id = ? AND owner = ? AND category = ?`,
+  unsettledOf: `SELECT owner, category, units, period_start FROM budget_reservations WHERE id = ? AND settled = 0`,
+  deleteReservation: `DELETE FROM budget_reservations WHERE id = ?`,
   pruneReservations: `DELETE FROM budget_reservations WHERE at < ?`,
   deleteReservationsOfOwner: `DELETE FROM budget_reservations WHERE owner = ?`,
   deleteReservationsOfBudget: `DELETE FROM budget_reservations WHERE owner = ? AND category = ?`,

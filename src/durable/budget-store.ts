@@ -121,7 +121,12 @@ export class BudgetStore {
     });
   }
 
-  /** Replaces a reservation's units by the actual ones: refund below the reserve, debt above it. */
+  /**
+   * Replaces a reservation's units by the actual ones: refund below the
+   * reserve, debt above it. Settled, the reservation is deleted (a busy
+   * tenant's object would otherwise hold a row per request for a day): a
+   * replay of the settlement finds nothing and moves nothing.
+   */
   settle(req: BudgetSettleRequest): BudgetSettleResult {
     checkName(req.reservationId, "reservationId");
     checkTime(req.nowMs);
@@ -133,16 +138,15 @@ export class BudgetStore {
       actual.set(a.category, a.units);
     }
     return this.#storage.transactionSync((): BudgetSettleResult => {
-      const rows = this.#sql.exec<{ owner: string; category: string; units: number; period_start: number; settled: number }>(BUDGET_SQL.reservationsOf, req.reservationId).toArray();
+      const rows = this.#sql.exec<{ owner: string; category: string; units: number; period_start: number }>(BUDGET_SQL.unsettledOf, req.reservationId).toArray();
+      // Rows an older version kept after settling them go too.
+      this.#sql.exec(BUDGET_SQL.deleteReservation, req.reservationId);
       if (rows.length === 0) return { status: "unknown", debt: 0, refunded: 0, audits: [] };
-      if (rows.every((r) => r.settled === 1)) return { status: "replayed", debt: 0, refunded: 0, audits: [] };
       let debt = 0;
       let refunded = 0;
       const audits: BudgetThresholdAudit[] = [];
       for (const r of rows) {
-        if (r.settled === 1) continue;
         const units = actual.get(r.category) ?? r.units;
-        this.#sql.exec(BUDGET_SQL.settleReservation, units, req.reservationId, r.owner, r.category);
         if (units === r.units) continue;
         const live = this.#live(r.owner, r.category, req.nowMs);
         if (live === null) continue;

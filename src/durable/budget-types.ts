@@ -76,7 +76,8 @@ export interface BudgetSettleRequest {
 }
 
 export interface BudgetSettleResult {
-  status: "settled" | "replayed" | "unknown";
+  /** `unknown`: no reservation of that id is held (never made, settled already, or pruned after a day). */
+  status: "settled" | "unknown";
   /** Units charged above the reserves (debt) and given back (refund), summed over the budgets. */
   debt: number;
   refunded: number;

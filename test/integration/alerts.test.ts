@@ -10,7 +10,7 @@ import worker from "../../src/index";
 import type { AlertMessage } from "../../src/alerts/alert";
 import { newAlertId } from "../../src/alerts/alert";
 import { backoffS, outcomeOf } from "../../src/alerts/deliver";
-import { callGateway, eventually, gatewayRequest, unique, uniqueIp } from "../helpers";
+import { callGateway, clockedGateway, eventually, gatewayRequest, unique, uniqueIp } from "../helpers";
 import { adminCall, createTenant, jsonOf, mintKey, testConfig } from "./admin-helpers";
 
 const SECRET = "whsec-test-0123456789abcdef";
@@ -164,6 +164,31 @@ describe("raising alerts", () => {
     const result = await deliver(config, alert!, 1);
     expect(result.explicitAcks).toHaveLength(1);
     expect(JSON.parse((await received(name))[0]!.body)).toEqual(alert);
+  });
+
+  it("queues at most alerts.max_per_type_per_minute of a type per minute, however many callers pass the threshold, and the next one says how many were dropped", async () => {
+    const config = webhookConfig(unique("hook-cap"), "", {
+      alerts: { webhook_url: `${env.ORIGIN_URL}/__origin/webhook/${unique("hook-cap")}`, max_per_type_per_minute: 2 },
+      audit: { threshold_rejections: 1, window_s: 60 },
+      categories: { admin: { limits: { admin: [{ count: 100_000, window_s: 1 }] } }, request: { limits: { ip: [{ count: 1, window_s: 60 }] } } },
+    });
+    const { ALERTS, sent } = recordingQueue();
+    const gateway = clockedGateway(config, { ALERTS }, Date.parse("2031-05-01T10:00:05Z"));
+    // Each address passes the threshold on its third request: six sustained callers in one minute.
+    const loud = async (ip: string) => {
+      for (let i = 0; i < 3; i++) await gateway.call(gatewayRequest("/flood", { ip }), { settle: true });
+    };
+    for (let i = 0; i < 6; i++) await loud(uniqueIp());
+    await eventually(() => sent.length >= 2, "two alerts are queued");
+    expect(sent.map((a) => [a.type, a.data.dropped])).toEqual([
+      ["rate_limit.sustained", undefined],
+      ["rate_limit.sustained", undefined],
+    ]);
+    gateway.clock.nowMs += 60_000;
+    await loud(uniqueIp());
+    await loud(uniqueIp());
+    await eventually(() => sent.length >= 4, "the next minute's alerts are queued");
+    expect(sent.slice(2).map((a) => a.data.dropped)).toEqual([4, undefined]);
   });
 
   it("queues one block.hit per block per hour, however many requests the block refuses", async () => {
