@@ -1,6 +1,6 @@
 // node bench/body-variants.mjs [--rounds=N] [--batch=N] — what each way of
 // handing an origin's body to the client costs in workerd (issue 24), as
-// the workerd process's CPU time per request (/proc/<pid>/task/*/schedstat),
+// the CPU time of workerd's isolate thread per request (bench/lib/thread-cpu.mjs),
 // in a minimal Worker so nothing else of the gateway is in the figure. A
 // benchmark, never a timed test; prints a Markdown table and writes
 // bench/results/body-variants.json.
@@ -20,11 +20,12 @@
 // LLM API streams) and all at once; and a 2-byte answer (the end-to-end
 // bench's GET) for pass and watch.
 import { spawnSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:http";
 import os from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { isolateThread, threadCpu } from "./lib/thread-cpu.mjs";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const arg = (name, fallback) => Number(process.argv.find((a) => a.startsWith(`--${name}=`))?.split("=")[1] ?? fallback);
@@ -116,16 +117,9 @@ export default {
 };
 `;
 
-function processCpuNs(pid) {
-  let ns = 0;
-  for (const task of readdirSync(`/proc/${pid}/task`)) {
-    try {
-      ns += Number(readFileSync(`/proc/${pid}/task/${task}/schedstat`, "utf8").split(" ")[0]);
-    } catch {
-      // the thread ended between the listing and the read
-    }
-  }
-  return ns;
+/** CPU time of workerd's isolate thread, in ns (V8's helper threads left out, as bench/run.mjs reads it). */
+function isolateCpuNs(pid) {
+  return threadCpu(pid, isolateThread(pid)).ns;
 }
 
 const median = (xs) => {
@@ -181,10 +175,10 @@ try {
   for (let r = 0; r < ROUNDS; r++) {
     for (const c of combos) {
       const n = c.origin === "small" ? BATCH * 4 : BATCH;
-      const before = processCpuNs(worker.pid);
+      const before = isolateCpuNs(worker.pid);
       for (let k = 0; k < n; k++) await one(c.origin, c.variant);
       await new Promise((resolve) => setTimeout(resolve, 20));
-      c.samples.push((processCpuNs(worker.pid) - before) / n / 1000);
+      c.samples.push((isolateCpuNs(worker.pid) - before) / n / 1000);
     }
     console.log(`round ${r + 1}/${ROUNDS}`);
   }

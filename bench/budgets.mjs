@@ -11,7 +11,7 @@
 import { join } from "node:path";
 import { UNLIMITED_TENANT, tollgateConfig } from "./lib/gateway-config.mjs";
 import { admin, applyMigrations, seedTenantAndKey, startWorker, waitHealthy } from "./lib/instances.mjs";
-import { runLoad } from "./lib/load.mjs";
+import { startClient } from "./lib/client.mjs";
 import { ROOT, runStandalone } from "./lib/standalone.mjs";
 import { startOriginThread } from "./origin.mjs";
 
@@ -44,19 +44,21 @@ async function benchBudgets({ bundle, compat, token, stateDir, quick, log }) {
     budgeted: { kind: "get", path: "/bench", headers: { authorization: `Bearer ${budgetedKey}` } },
     upload: { kind: "upload", bodyBytes: 256, headers: { authorization: `Bearer ${uploadKey}` } },
   };
+  const client = startClient();
   const throughput = { plain: [], budgeted: [], upload: [] };
   for (let round = 0; round < settings.rounds; round++) {
     for (const [name, spec] of Object.entries(loads)) {
-      const r = await runLoad({ url: gateway.url, ...spec, ...(name === "upload" ? { prefix: `r${round}` } : {}), connections: settings.connections, durationS: settings.durationS, label: name });
+      const r = await client.run({ mode: "duration", url: gateway.url, ...spec, ...(name === "upload" ? { prefix: `r${round}` } : {}), connections: settings.connections, durationS: settings.durationS });
       log(`round ${round + 1}: ${name} ${r.requests_per_s}/s, statuses ${JSON.stringify(r.status)}`);
       throughput[name].push(r.requests_per_s);
     }
   }
   const latency = {};
   for (const [name, key] of Object.entries(targets)) {
-    const r = await runLoad({ url: gateway.url, kind: "get", path: "/bench", headers: { authorization: `Bearer ${key}` }, ratePerS: settings.ratePerS, durationS: settings.latencyDurationS, label: name });
-    latency[name] = { p50_ms: r.latency_2xx?.p50_ms ?? r.latency?.p50_ms, p99_ms: r.latency_2xx?.p99_ms ?? r.latency?.p99_ms, status: r.status };
+    const r = await client.run({ mode: "rate", url: gateway.url, kind: "get", path: "/bench", headers: { authorization: `Bearer ${key}` }, ratePerS: settings.ratePerS, durationS: settings.latencyDurationS });
+    latency[name] = { p50_ms: r.latency.p50_ms, p99_ms: r.latency.p99_ms, status: r.status };
   }
+  await client.close();
   const used = (await admin(gateway.url, token, "GET", "/tenants/budgeted/budgets/request")).used;
   await gateway.stop();
   await origin.close?.();

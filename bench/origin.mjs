@@ -8,6 +8,9 @@
 // write per event with a turn of the event loop between writes, as an LLM
 // API streams (issue 15's measure).
 //
+// /__echo answers the request's header names and values as JSON: the
+// harness's check that a control forwards what the gateway forwards.
+//
 // Run on its own thread (startOriginThread) so the load generator's event
 // loop never delays it.
 import { createServer } from "node:http";
@@ -59,6 +62,11 @@ function serve(port, host) {
     req.on("error", () => {});
     req.on("end", () => {
       if (res.destroyed) return;
+      if (req.url.startsWith("/__echo")) {
+        res.writeHead(200, { "content-type": "application/json" });
+        res.end(JSON.stringify(req.headers));
+        return;
+      }
       if (req.url.startsWith("/sse/")) {
         writeSse(res);
         return;

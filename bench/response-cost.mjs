@@ -8,8 +8,8 @@
 // 2. In workerd (Miniflare, as bench/run.mjs runs Workers): a minimal Worker
 //    that fetches the 100 KB SSE stream from a local origin and returns it,
 //    either as is (`new Response(origin.body, origin)`, the native pipe the
-//    gateway's forward uses) or through tapCost(); the figure is the workerd
-//    process's CPU time per request (/proc/<pid>/task/*/schedstat), the
+//    gateway's forward uses) or through tapCost(); the figure is the CPU
+//    time of workerd's isolate thread per request (lib/thread-cpu.mjs), the
 //    issue's "gateway CPU with cost extraction against without it" without
 //    the rest of the gateway. The origin writes each event on its own
 //    ("paced", as an LLM API streams) or all at once ("burst").
@@ -27,11 +27,12 @@
 //   in workerd the client's branch of a fetch body stays native, which is
 //   why part 2 measures there.
 import { spawnSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:http";
 import os from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { isolateThread, threadCpu } from "./lib/thread-cpu.mjs";
 
 const here = dirname(fileURLToPath(import.meta.url));
 
@@ -267,17 +268,9 @@ export default {
 };
 `;
 
-/** CPU time of every thread of a process, in ns. */
-function processCpuNs(pid) {
-  let ns = 0;
-  for (const task of readdirSync(`/proc/${pid}/task`)) {
-    try {
-      ns += Number(readFileSync(`/proc/${pid}/task/${task}/schedstat`, "utf8").split(" ")[0]);
-    } catch {
-      // the thread ended between the listing and the read
-    }
-  }
-  return ns;
+/** CPU time of workerd's isolate thread, in ns (V8's helper threads left out, as bench/run.mjs reads it). */
+function isolateCpuNs(pid) {
+  return threadCpu(pid, isolateThread(pid)).ns;
 }
 
 async function workerdPart() {
@@ -316,9 +309,9 @@ async function workerdPart() {
     for (const c of combos) for (let k = 0; k < 100; k++) await one(c.pacing, c.tap);
     for (let r = 0; r < WORKERD_ROUNDS; r++) {
       for (const c of combos) {
-        const before = processCpuNs(worker.pid);
+        const before = isolateCpuNs(worker.pid);
         for (let k = 0; k < WORKERD_BATCH; k++) await one(c.pacing, c.tap);
-        c.samples.push((processCpuNs(worker.pid) - before) / WORKERD_BATCH);
+        c.samples.push((isolateCpuNs(worker.pid) - before) / WORKERD_BATCH);
       }
     }
     await new Promise((resolve) => setTimeout(resolve, 200));

@@ -1,145 +1,219 @@
-// `npm run bench`: every figure of docs/performance.md, on 127.0.0.1 only,
-// each part bounded in count or time, every process it starts stopped on the
-// way out (normal end, error, Ctrl-C). About 10 minutes on 2 cores, the
-// engine bench included. `npm run bench -- --quick` shortens every part (for trying
-// the harness; its figures are not the published ones and it writes
-// bench/results/quick.json instead of latest.json).
+// `npm run bench`: what the gateway costs a request, measured as users pay.
 //
-//   0. the engine bench (bench/engine.mjs via `npm run bench:engine`), when present
-//   1. end to end in workerd: (a) bare pass-through Worker, (b) Tollgate on a
-//      GET with a cached key, (c) Tollgate on a PUT upload with a quota,
-//      (d) Tollgate with mode "off", (e) (b) without the request log,
-//      (f) (d) without the request log, and two controls: (g) the bare
-//      Worker doing only what the contract asks of (b) (headers, RateLimit
-//      headers, waitUntil, the log line), (h) the same without the line;
-//      and the refusals by throughput: (r) a 429 and (u) a 401 from (b)'s
-//      gateway against the bare Worker answering by itself ((l), and (lf)
-//      with the flood's random headers), (p) the bare Worker answering the
-//      same 429 and (q) the same 401 after the same HMAC check of the key;
-//      interleaved rounds, throughput (closed loop) then latency (open loop
-//      at one fixed rate)
-//   2. the gateway's own CPU per request (workerd CPU time / answers, less
-//      the bare Worker's): a hot key, a hot JWT, an anonymous caller, a 429,
-//      a 401, the first request of a new JWT per algorithm, a 100 KB SSE
-//      stream with and without response_charge (bench/lib/gateway-cpu.mjs)
-//   3. D1 queries and Durable Object calls per 1,000 requests in (b) and (c)
-//   4. abuse: 20,000 random keys from random addresses, a legitimate probe
-//   5. CPU profiles of (b), a 429, a 401 and (d), to say where their time goes
-//   6. streams: messages/s through the gateway against a direct connection,
-//      and the isolate's heap per open stream (bench/lib/streams.mjs; alone:
-//      `npm run bench:streams`)
-//   7. bench/results/latest.json, bench/results/latency.svg, a Markdown summary
+//   npm run bench                        # 20 rounds of every part; writes bench/results/latest.json
+//   npm run bench -- --rounds=3          # a short run (results/partial.json)
+//   npm run bench -- --only=cpu,profile  # some of: cpu, throughput, latency, profile
+//   npm run bench -- --rev=HEAD          # the gateway as committed at a revision, not the working tree
+//   npm run bench -- --base=HEAD --only=cpu --cases=key,rate_limited
+//                                        # the working tree's gateway against HEAD's, side by side in one isolate
 //
-// `--only=cpu,profile` (any of engine, e2e, cpu, counts, abuse, profile,
-// streams) runs those parts alone and writes bench/results/partial.json.
-import { spawn } from "node:child_process";
-import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+// How (docs/performance.md says why):
+// - One workerd runs bench/cost-worker.js: the gateway's bundle
+//   (`wrangler deploy --dry-run`) and its controls in one isolate, a header
+//   picking the variant per request, so every variant shares the thread,
+//   the heap and the origin.
+// - workerd's stdout (the request log) is a file it writes itself; nothing
+//   in this process reads it. workerd is pinned to CPU 0 and this process
+//   (the load and the origin, each on a thread) to CPU 1 with taskset; the
+//   output says so when that is not possible.
+// - CPU: the isolate thread's CPU time (schedstat of workerd's main
+//   thread; V8's helper threads left out) per answer, over slices of a
+//   fixed number of requests on one keep-alive connection. Each round runs
+//   every case of a group once in a rotated order and once in the reverse
+//   order (ABBA for every pair), so a drift within the round falls on both
+//   sides of each difference. No inspector is attached.
+// - Throughput (closed loop) and latency (open loop at a fixed rate below
+//   saturation) in the same alternating rounds, with the isolate thread's
+//   share of its core in each slice (is workerd the bottleneck?).
+// - Every figure is the median over rounds of a per-round difference or
+//   ratio, with a bootstrap 95 % interval.
+// - Profiles are a separate pass (an inspector costs the isolate time), with
+//   the request log on and off.
+import { spawnSync } from "node:child_process";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { SourceMap } from "node:module";
+import { availableParallelism, loadavg } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { tsImport } from "tsx/esm/api";
-import { bareControl, runAbuse } from "./lib/abuse.mjs";
 import { cleanupAll, onCleanup } from "./lib/cleanup.mjs";
-import { runCounts } from "./lib/counts.mjs";
+import { startClient } from "./lib/client.mjs";
+import { CPU_COMPARISONS, LOAD_CASES, costCases } from "./lib/cost-cases.mjs";
+import { checkControls } from "./lib/cost-checks.mjs";
+import { cpuFigures, loadFigures, markdown, targets } from "./lib/cost-report.mjs";
 import { profileWhile, summariseProfile } from "./lib/cpu-profile.mjs";
-import { runEndToEnd } from "./lib/e2e.mjs";
-import { adminToken, EXHAUSTED_TENANT, LIMITED_KEY_LIMIT, LIMITED_TENANT, tollgateConfig, UNLIMITED_TENANT } from "./lib/gateway-config.mjs";
-import { applyMigrations, buildGateway, freePort, readCompatibility, seedTenantAndKey, startWorker, waitHealthy } from "./lib/instances.mjs";
-import { runLoad } from "./lib/load.mjs";
-import { machineInfo } from "./lib/machine.mjs";
-import { CPU_SETTINGS, cpuSummary, cpuTargets, runGatewayCpu } from "./lib/gateway-cpu.mjs";
+import { adminToken, EXHAUSTED_TENANT, tollgateConfig, UNLIMITED_TENANT } from "./lib/gateway-config.mjs";
+import { applyMigrations, buildGateway, buildGatewayAt, freePort, readCompatibility, seedTenantAndKey, startWorker, waitHealthy } from "./lib/instances.mjs";
 import { benchJwt } from "./lib/jwt-tokens.mjs";
-import { evaluateTargets, markdownSummary } from "./lib/report.mjs";
-import { latencySvg } from "./lib/svg.mjs";
-import { benchStreams, STREAMS_SETTINGS, streamsSummary } from "./lib/streams.mjs";
-import { startOriginThread } from "./origin.mjs";
+import { machineInfo } from "./lib/machine.mjs";
+import { isolateThread, threadCpu, threadsByName } from "./lib/thread-cpu.mjs";
+import { startOriginThread, SSE_BYTES } from "./origin.mjs";
 
 const BENCH = dirname(fileURLToPath(import.meta.url));
 const ROOT = join(BENCH, "..");
 const RESULTS = join(BENCH, "results");
 const STATE = join(BENCH, ".state");
-const BUILD = join(BENCH, ".build");
-const QUICK = process.argv.includes("--quick");
-const PARTS = ["engine", "e2e", "cpu", "counts", "abuse", "profile", "streams"];
-const ONLY = process.argv.find((a) => a.startsWith("--only="))?.slice("--only=".length).split(",") ?? null;
+const arg = (name) => process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
+const PARTS = ["cpu", "throughput", "latency", "profile"];
+const ONLY = arg("only")?.split(",") ?? null;
 if (ONLY !== null && ONLY.some((p) => !PARTS.includes(p))) throw new Error(`--only takes some of ${PARTS.join(", ")}`);
 const runs = (part) => ONLY === null || ONLY.includes(part);
-/** `--save-profiles`: also write each raw profile to bench/results/profile-<case>.cpuprofile (for DevTools; not committed). */
-const SAVE_PROFILES = process.argv.includes("--save-profiles");
-/** The whole run stops itself (cleanly) past this. */
-const WATCHDOG_S = 15 * 60;
-const ENGINE_TIMEOUT_S = 8 * 60;
-
-const SETTINGS = QUICK
-  ? {
-      e2e: { connections: 8, warmupS: 1, durationS: 2, rounds: 3, latencyRatePerS: 400, latencyDurationS: 2, latencyRounds: 3 },
-      counts: { connections: 8, bDurationS: 3, uploads: 200, dedupUploads: 100, dedupNames: 20 },
-      abuse: { floodRequests: 4000, floodConnections: 32, floodMaxS: 60, probeRatePerS: 50, probeAloneS: 3 },
-      cpu: CPU_SETTINGS.quick,
-      profileS: 2,
-    }
-  : {
-      e2e: { connections: 8, warmupS: 2, durationS: 4, rounds: 3, latencyRatePerS: 400, latencyDurationS: 10, latencyRounds: 3 },
-      counts: { connections: 8, bDurationS: 12, uploads: 1000, dedupUploads: 300, dedupNames: 50 },
-      abuse: { floodRequests: 20_000, floodConnections: 32, floodMaxS: 120, probeRatePerS: 50, probeAloneS: 10 },
-      cpu: CPU_SETTINGS.full,
-      profileS: 5,
-    };
+const ROUNDS = Number(arg("rounds") ?? 20);
+const REV = arg("rev") ?? null;
+const BASE = arg("base") ?? null;
+const CASES = arg("cases")?.split(",") ?? null;
+const SETTINGS = {
+  rounds: ROUNDS,
+  cpu: { connections: 1, slice: { small: Number(arg("slice") ?? 400), sse: 12 }, warmupSlices: 2, settleMs: 5 },
+  throughput: { connections: 8, sliceS: 1.5 },
+  latency: { sliceS: 2, warmupS: 0.3, shareOfThroughput: 0.5, ratePerS: arg("rate") ? Number(arg("rate")) : null },
+  profile: { seconds: 3, connections: 2 },
+};
+const WATCHDOG_S = 40 * 60;
 
 const startedAt = Date.now();
 function log(line) {
-  const s = ((Date.now() - startedAt) / 1000).toFixed(0).padStart(4);
-  console.log(`[${s} s] ${line}`);
+  console.log(`[${((Date.now() - startedAt) / 1000).toFixed(0).padStart(4)} s] ${line}`);
+}
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** workerd on CPU 0, this process (every thread it has and will start) on CPU 1; or why not. */
+function placeProcesses() {
+  const cpus = availableParallelism();
+  if (cpus < 2) return { pinned: false, workerdCpu: null, note: `not pinned: ${cpus} CPU available` };
+  const out = spawnSync("taskset", ["-a", "-p", "-c", "1", String(process.pid)], { encoding: "utf8" });
+  if (out.error || out.status !== 0) return { pinned: false, workerdCpu: null, note: `not pinned: taskset failed (${out.error?.message ?? out.stderr.trim()})` };
+  return { pinned: true, workerdCpu: "0", note: `workerd pinned to CPU 0; the load and the origin (this process) to CPU 1; ${cpus} CPUs` };
 }
 
-/** Runs `npm run bench:engine` when bench/engine.mjs exists; its figures come from bench/results/engine.json. */
-async function engineBench() {
-  if (!existsSync(join(BENCH, "engine.mjs"))) {
-    log("engine: bench/engine.mjs is not there yet — skipped");
-    return { skipped: "bench/engine.mjs does not exist yet" };
-  }
-  log("engine: npm run bench:engine");
-  const t0 = Date.now();
-  const child = spawn("npm", ["run", "--silent", "bench:engine"], { cwd: ROOT, stdio: ["ignore", "inherit", "inherit"], detached: true });
-  const killGroup = () => {
-    try {
-      process.kill(-child.pid, "SIGKILL");
-    } catch {
-      // already gone
-    }
-  };
-  const unregister = onCleanup(killGroup);
-  const code = await new Promise((resolve) => {
-    const timer = setTimeout(() => {
-      killGroup();
-      resolve("timeout");
-    }, ENGINE_TIMEOUT_S * 1000);
-    child.on("exit", (c) => {
-      clearTimeout(timer);
-      resolve(c);
-    });
-  });
-  unregister();
-  const elapsed_s = Math.round((Date.now() - t0) / 100) / 10;
-  const file = join(RESULTS, "engine.json");
-  if (code !== 0) return { skipped: `npm run bench:engine ended with ${code}`, elapsed_s };
-  if (!existsSync(file) || statSync(file).mtimeMs < t0) return { skipped: "bench:engine did not write bench/results/engine.json", elapsed_s };
-  return { elapsed_s, results: JSON.parse(readFileSync(file, "utf8")) };
+/** The order of a round: the group's cases rotated by the round, then the same in reverse (each pair ABBA). */
+function roundOrder(names, round) {
+  const k = round % names.length;
+  const order = [...names.slice(k), ...names.slice(0, k)];
+  return [...order, ...[...order].reverse()];
 }
 
-async function startGateway(name, bundle, compat, originUrl, token, mode = "enforce", extra = {}, config = {}) {
+async function startCostWorker({ name, compat, originUrl, token, config, placement, extra = {} }) {
   const worker = await startWorker({
     name,
-    scriptPath: bundle,
+    scriptPath: join(BENCH, "cost-worker.js"),
     gateway: true,
     stateDir: join(STATE, name),
     compat,
-    bindings: { ORIGIN_URL: originUrl, ADMIN_TOKEN: token, TOLLGATE: tollgateConfig(mode, config) },
+    bindings: { ORIGIN_URL: originUrl, ADMIN_TOKEN: token, TOLLGATE: config },
+    stdout: join(STATE, `${name}.stdout`),
+    cpu: placement.workerdCpu,
     extra,
   });
   await applyMigrations(ROOT, worker);
   await waitHealthy(worker.url);
-  return worker;
+  const keys = {
+    hot: await seedTenantAndKey(worker.url, token, "bench", UNLIMITED_TENANT, "bench (hot)"),
+    exhausted: await seedTenantAndKey(worker.url, token, "exhausted", EXHAUSTED_TENANT, "over its limit"),
+  };
+  return { worker, keys };
+}
+
+/** The CPU part: µs of the isolate thread per answer, per case and round. */
+async function cpuPart({ worker, cases, client }) {
+  const s = SETTINGS.cpu;
+  const tid = isolateThread(worker.pid);
+  const slice = async (c) => {
+    const before = threadCpu(worker.pid, tid);
+    const out = await client.run({ mode: "count", url: worker.url, ...c.spec, amount: s.slice[c.group], connections: s.connections });
+    await sleep(s.settleMs);
+    const after = threadCpu(worker.pid, tid);
+    return { ns: after.ns - before.ns, waitNs: after.waitNs - before.waitNs, ticksNs: after.ticksNs - before.ticksNs, out };
+  };
+  const groups = {};
+  for (const [name, c] of Object.entries(cases)) (groups[c.group] ??= []).push(name);
+  log(`cpu: warming up ${Object.keys(cases).length} cases`);
+  for (const c of Object.values(cases)) for (let i = 0; i < s.warmupSlices; i++) await slice(c);
+  const perRound = Object.fromEntries(Object.keys(cases).map((n) => [n, []]));
+  const totals = Object.fromEntries(Object.keys(cases).map((n) => [n, { answers: 0, unexpected: 0, status: {} }]));
+  let ns = 0;
+  let waitNs = 0;
+  let ticksNs = 0;
+  const threadsBefore = threadsByName(worker.pid);
+  for (let r = 0; r < SETTINGS.rounds; r++) {
+    for (const names of Object.values(groups)) {
+      const sum = Object.fromEntries(names.map((n) => [n, { ns: 0, answers: 0 }]));
+      for (const name of roundOrder(names, r)) {
+        const c = cases[name];
+        const { ns: used, waitNs: waited, ticksNs: ticks, out } = await slice(c);
+        sum[name].ns += used;
+        sum[name].answers += out.answers;
+        ns += used;
+        waitNs += waited;
+        ticksNs += ticks;
+        const t = totals[name];
+        t.answers += out.answers;
+        t.unexpected += out.answers - (out.status[c.expect] ?? 0) + out.errors;
+        for (const [code, n] of Object.entries(out.status)) t.status[code] = (t.status[code] ?? 0) + n;
+      }
+      for (const name of names) perRound[name].push(sum[name].ns / 1000 / sum[name].answers);
+    }
+    log(`cpu round ${r + 1}/${SETTINGS.rounds}: ${Object.entries(perRound).map(([n, v]) => `${n} ${v.at(-1).toFixed(0)}`).join(", ")} µs`);
+  }
+  const threadsAfter = threadsByName(worker.pid);
+  const threads = Object.fromEntries(Object.keys(threadsAfter).map((n) => [n, Math.round((threadsAfter[n] - (threadsBefore[n] ?? 0)) / 1e6)]));
+  return { settings: s, per_round_us: perRound, totals, ticks_over_schedstat: Math.round((ticksNs / ns) * 1000) / 1000, isolate_waited_share: Math.round((waitNs / ns) * 1000) / 1000, thread_cpu_ms: threads };
+}
+
+/** Throughput or latency: each LOAD_CASES case per slice, in alternating rounds; with the isolate thread's share of its core. */
+async function loadPart({ worker, cases, client, mode, ratePerS }) {
+  const tid = isolateThread(worker.pid);
+  const figures = Object.fromEntries(LOAD_CASES.map((n) => [n, []]));
+  const run = async (name, record) => {
+    const c = cases[name];
+    const before = threadCpu(worker.pid, tid);
+    const load0 = process.cpuUsage();
+    const t0 = performance.now();
+    const spec =
+      mode === "throughput"
+        ? { mode: "duration", durationS: SETTINGS.throughput.sliceS, connections: SETTINGS.throughput.connections }
+        : { mode: "rate", ratePerS, durationS: SETTINGS.latency.sliceS, warmupS: SETTINGS.latency.warmupS };
+    const out = await client.run({ url: worker.url, ...c.spec, ...spec });
+    const wallNs = (performance.now() - t0) * 1e6;
+    const after = threadCpu(worker.pid, tid);
+    const load = process.cpuUsage(load0);
+    if ((out.status[c.expect] ?? 0) < 0.99 * out.answers || out.errors > 0) throw new Error(`${mode} ${name}: ${JSON.stringify(out.status)}, ${out.errors} errors`);
+    if (record) record.push({ requests_per_s: out.requests_per_s, p50_ms: out.latency?.p50_ms, p99_ms: out.latency?.p99_ms, isolate_busy: (after.ns - before.ns) / wallNs, isolate_waiting: (after.waitNs - before.waitNs) / wallNs, load_process_busy: ((load.user + load.system) * 1000) / wallNs });
+  };
+  for (const name of LOAD_CASES) await run(name, null);
+  for (let r = 0; r < SETTINGS.rounds; r++) {
+    const slices = Object.fromEntries(LOAD_CASES.map((n) => [n, []]));
+    for (const name of roundOrder(LOAD_CASES, r)) await run(name, slices[name]);
+    for (const name of LOAD_CASES) {
+      const mean = (k) => slices[name].reduce((s, x) => s + x[k], 0) / slices[name].length;
+      figures[name].push({ requests_per_s: mean("requests_per_s"), p50_ms: mode === "latency" ? mean("p50_ms") : null, p99_ms: mode === "latency" ? mean("p99_ms") : null, isolate_busy: mean("isolate_busy"), isolate_waiting: mean("isolate_waiting"), load_process_busy: mean("load_process_busy") });
+    }
+    const show = (x) => (mode === "throughput" ? `${x.requests_per_s.toFixed(0)}/s (isolate busy ${(x.isolate_busy * 100).toFixed(0)} %, waiting ${(x.isolate_waiting * 100).toFixed(0)} %)` : `p50 ${x.p50_ms.toFixed(2)} p99 ${x.p99_ms.toFixed(2)} ms`);
+    log(`${mode} round ${r + 1}/${SETTINGS.rounds}: ${LOAD_CASES.map((n) => `${n} ${show(figures[n].at(-1))}`).join(", ")}`);
+  }
+  return figures;
+}
+
+/** The profiles: a separate workerd with an inspector, request log on, then off. */
+async function profilePart({ compat, originUrl, token, placement, jwtConfig, sourceMap }) {
+  const out = {};
+  for (const [label, extraConfig] of [["request_log_on", {}], ["request_log_off", { request_log: "off" }]]) {
+    const inspectorPort = await freePort();
+    const { worker, keys } = await startCostWorker({ name: `cost-profile-${label}`, compat, originUrl, token, config: tollgateConfig("enforce", { ...jwtConfig, ...extraConfig }), placement, extra: { inspectorPort } });
+    const cases = costCases({ keys, hotJwt: "unused" });
+    const client = startClient();
+    out[label] = {};
+    for (const name of ["key", "rate_limited", "invalid_key", "hygienic"]) {
+      const spec = { url: worker.url, ...cases[name].spec, mode: "duration", connections: SETTINGS.profile.connections };
+      await client.run({ ...spec, durationS: 1 });
+      const { profile, result } = await profileWhile(inspectorPort, worker.name, () => client.run({ ...spec, durationS: SETTINGS.profile.seconds }));
+      out[label][name] = { requests_per_s: result.requests_per_s, status: result.status, ...summariseProfile(profile, "index.js", sourceMap, 12) };
+      if (process.argv.includes("--save-profiles")) writeFileSync(join(RESULTS, `profile-${label}-${name}.cpuprofile`), JSON.stringify(profile));
+      log(`profile ${label} ${name}: ${result.requests_per_s}/s, top ${out[label][name].top_self.slice(0, 3).map((t) => `${t.function} ${(t.share * 100).toFixed(1)} %`).join(", ")}`);
+    }
+    await client.close();
+    await worker.stop();
+  }
+  return out;
 }
 
 async function main() {
@@ -148,166 +222,72 @@ async function main() {
     void cleanupAll().finally(() => process.exit(2));
   }, WATCHDOG_S * 1000);
   watchdog.unref();
-
-  const result = { quick: QUICK, machine: machineInfo(ROOT), settings: SETTINGS };
-  log(`machine: ${result.machine.cpu_model} × ${result.machine.cpu_count}, ${result.machine.total_memory_mib} MiB, Node ${result.machine.node}, wrangler ${result.machine.wrangler}`);
-  if (runs("engine")) result.engine = await engineBench();
-
-  log("building the gateway bundle (wrangler deploy --dry-run)");
-  const bundle = buildGateway(ROOT, BUILD);
+  const placement = placeProcesses();
+  const result = { machine: machineInfo(ROOT), load_average_before: loadavg(), placement, settings: SETTINGS, gateway_source: REV === null ? "working tree" : `git ${REV}`, cases_filter: CASES };
+  log(`machine: ${result.machine.cpu_model} × ${result.machine.cpu_count}, Node ${result.machine.node}, wrangler ${result.machine.wrangler}, load average ${loadavg().map((x) => x.toFixed(2)).join(" ")}`);
+  log(placement.note);
+  log(`building the gateway bundle (${result.gateway_source})`);
+  const buildDir = join(BENCH, ".build");
+  let bundle;
+  if (REV === null) bundle = buildGateway(ROOT, buildDir);
+  else {
+    bundle = buildGatewayAt(ROOT, REV, buildDir).bundle;
+    result.gateway_commit = spawnSync("git", ["rev-parse", "--short", REV], { cwd: ROOT, encoding: "utf8" }).stdout.trim();
+  }
+  const baseDir = join(buildDir, "base");
+  if (BASE === null) {
+    mkdirSync(baseDir, { recursive: true });
+    writeFileSync(join(baseDir, "index.js"), 'export { default } from "../index.js";\n');
+  } else {
+    log(`building the --base gateway bundle (git ${BASE})`);
+    buildGatewayAt(ROOT, BASE, baseDir);
+    result.base_commit = spawnSync("git", ["rev-parse", "--short", BASE], { cwd: ROOT, encoding: "utf8" }).stdout.trim();
+  }
   const sourceMap = existsSync(`${bundle}.map`) ? new SourceMap(JSON.parse(readFileSync(`${bundle}.map`, "utf8"))) : null;
   const compat = readCompatibility(ROOT);
   const token = adminToken();
+  mkdirSync(STATE, { recursive: true });
   const origin = await startOriginThread();
   onCleanup(() => origin.close());
   const originUrl = `http://127.0.0.1:${origin.port}`;
-  log(`origin on ${originUrl}`);
-  // A static-key JWT issuer in every gateway's config; its tokens name the tenant "bench".
   const jwt = await benchJwt("bench");
-  const withJwt = { jwt: { issuers: [jwt.issuer] } };
+  const jwtConfig = { jwt: { issuers: [jwt.issuer] } };
+  const [hotJwt] = await jwt.sign("RS256", 1);
 
-  // 1. End to end.
-  if (runs("e2e")) {
-    const bare = await startWorker({ name: "bare", scriptPath: join(BENCH, "bare-worker.js"), bindings: { ORIGIN_URL: originUrl }, compat });
-    const gateway = await startGateway("gateway", bundle, compat, originUrl, token, "enforce", {}, withJwt);
-    const off = await startGateway("gateway-off", bundle, compat, originUrl, token, "off", {}, withJwt);
-    const noLog = await startGateway("gateway-no-log", bundle, compat, originUrl, token, "enforce", {}, { ...withJwt, request_log: false });
-    const offNoLog = await startGateway("gateway-off-no-log", bundle, compat, originUrl, token, "off", {}, { ...withJwt, request_log: false });
-    const contract = await startWorker({ name: "bare-contract", scriptPath: join(BENCH, "bare-worker.js"), bindings: { ORIGIN_URL: originUrl, CONTRACT: "log" }, compat });
-    const contractNoLog = await startWorker({ name: "bare-contract-no-log", scriptPath: join(BENCH, "bare-worker.js"), bindings: { ORIGIN_URL: originUrl, CONTRACT: "no-log" }, compat });
-    const key = await seedTenantAndKey(gateway.url, token, "bench", UNLIMITED_TENANT, "bench (b, c)");
-    const noLogKey = await seedTenantAndKey(noLog.url, token, "bench", UNLIMITED_TENANT, "bench (e)");
-    const exhausted = await seedTenantAndKey(gateway.url, token, "exhausted", EXHAUSTED_TENANT, "over its limit (r)");
-    const auth = { authorization: `Bearer ${key}` };
-    const e = SETTINGS.e2e;
-    log(`end to end: (a) ${bare.url}, (b, c) ${gateway.url}, (d) ${off.url}, (e) ${noLog.url}, (f) ${offNoLog.url}, (g) ${contract.url}, (h) ${contractNoLog.url}, refusals (l, lf, p, q on (a); r, u on (b)); throughput ${e.rounds} rounds × 14 targets × ${e.durationS} s, latency ${e.latencyRounds} rounds × 3 targets × ${e.latencyDurationS} s`);
-    result.end_to_end = await runEndToEnd(
-      {
-        a: { url: bare.url },
-        b: { url: gateway.url, headers: auth },
-        c: { url: gateway.url, headers: auth },
-        d: { url: off.url, headers: auth },
-        e: { url: noLog.url, headers: { authorization: `Bearer ${noLogKey}` } },
-        f: { url: offNoLog.url, headers: auth },
-        g: { url: contract.url, headers: auth },
-        h: { url: contractNoLog.url, headers: auth },
-        refusals: { exhaustedHeaders: { authorization: `Bearer ${exhausted}` } },
-      },
-      SETTINGS.e2e,
-      log,
-    );
-    await contractNoLog.stop();
-    await contract.stop();
-    await offNoLog.stop();
-    await noLog.stop();
-    await off.stop();
-    await gateway.stop();
-    await bare.stop();
-  }
-
-  // 2. The gateway's own CPU per request.
-  if (runs("cpu")) {
-    const bare = await startWorker({ name: "bare-cpu", scriptPath: join(BENCH, "bare-worker.js"), bindings: { ORIGIN_URL: originUrl }, compat });
-    // TOLLGATE_BENCH_CPU_REQUEST_LOG=off measures the same cases without the request-log line (a diagnostic: what the line costs each answer).
-    const cpuConfig = process.env.TOLLGATE_BENCH_CPU_REQUEST_LOG === "off" ? { ...withJwt, request_log: false } : withJwt;
-    const gateway = await startGateway("gateway-cpu", bundle, compat, originUrl, token, "enforce", {}, cpuConfig);
-    const hot = await seedTenantAndKey(gateway.url, token, "bench", UNLIMITED_TENANT, "bench (cpu)");
-    const exhausted = await seedTenantAndKey(gateway.url, token, "exhausted", EXHAUSTED_TENANT, "over its limit (cpu)");
-    const c = SETTINGS.cpu;
-    log(`gateway CPU per request: ${c.rounds} rounds × ${c.durationS} s per case, workerd CPU time per answer (bare ${bare.url}, gateway ${gateway.url})`);
-    const contract = await startWorker({ name: "bare-cpu-contract", scriptPath: join(BENCH, "bare-worker.js"), bindings: { ORIGIN_URL: originUrl, CONTRACT: "log" }, compat });
-    result.gateway_cpu = await runGatewayCpu({ bare, contract, gateway, keys: { hot, exhausted }, jwt }, c, log);
-    await contract.stop();
-    await gateway.stop();
-    await bare.stop();
-  }
-
-  // 3. I/O counts.
-  if (runs("counts")) {
-    log("counting D1 queries and Durable Object calls (bench/count-worker.js around the same bundle)");
-    const counter = await startGateway("count", join(BENCH, "count-worker.js"), compat, originUrl, token);
-    const key = await seedTenantAndKey(counter.url, token, "bench", UNLIMITED_TENANT, "bench (counts)");
-    result.counts = await runCounts(counter.url, { authorization: `Bearer ${key}` }, SETTINGS.counts, log);
-    await counter.stop();
-  }
-
-  // 4. Abuse. The gateway runs inside the counting wrapper, so the flood's
-  // D1 lookups are counted too (the wrapper adds a function call per D1 or
-  // Durable Object call, nothing per request otherwise).
-  if (runs("abuse")) {
-    log(`abuse: ${SETTINGS.abuse.floodRequests} requests with fresh random keys and addresses; legitimate probe at ${SETTINGS.abuse.probeRatePerS}/s`);
-    const inspectorPort = await freePort();
-    const target = await startGateway("abuse", join(BENCH, "count-worker.js"), compat, originUrl, token, "enforce", { inspectorPort });
-    const key = await seedTenantAndKey(target.url, token, "legit", LIMITED_TENANT, "legitimate (abuse)");
-    result.abuse = await runAbuse(target, inspectorPort, key, SETTINGS.abuse, log);
-    result.abuse.legitimate_key_limit = LIMITED_KEY_LIMIT;
-    const { LimiterTable } = await tsImport("../src/engine/limiter-table.ts", import.meta.url);
-    result.abuse.memory.limiter_table_bytes = new LimiterTable(16).byteSize;
-    await target.stop();
-    log("abuse control: the bare Worker's memory over the same number of requests");
-    const controlPort = await freePort();
-    const bare = await startWorker({ name: "bare-control", scriptPath: join(BENCH, "bare-worker.js"), bindings: { ORIGIN_URL: originUrl }, compat, extra: { inspectorPort: controlPort } });
-    result.abuse.bare_control = await bareControl(bare, controlPort, SETTINGS.abuse);
-    await bare.stop();
-  }
-
-  // 5. Where the time goes: a CPU profile of (b), and of the two refusals.
-  if (runs("profile")) {
-    const inspectorPort = await freePort();
-    const profiled = await startGateway("profiled", bundle, compat, originUrl, token, "enforce", { inspectorPort });
-    const key = await seedTenantAndKey(profiled.url, token, "bench", UNLIMITED_TENANT, "bench (profile)");
-    const exhausted = await seedTenantAndKey(profiled.url, token, "exhausted", EXHAUSTED_TENANT, "over its limit (profile)");
-    const base = { url: profiled.url, kind: "get", path: "/bench/item?x=1", connections: SETTINGS.e2e.connections };
-    const cases = {
-      key: { ...base, headers: { authorization: `Bearer ${key}` } },
-      rate_limited: { ...base, headers: { authorization: `Bearer ${exhausted}` } },
-      invalid_key: { ...base, kind: "flood" },
-    };
-    result.profiles = {};
-    for (const [name, spec] of Object.entries(cases)) {
-      await runLoad({ ...spec, durationS: 2 });
-      log(`profiling ${name} for ${SETTINGS.profileS} s through the inspector`);
-      const { profile, result: load } = await profileWhile(inspectorPort, "profiled", () => runLoad({ ...spec, durationS: SETTINGS.profileS }));
-      const entry = { seconds: SETTINGS.profileS, requests_per_s: load.requests_per_s, status: load.status, summary: summariseProfile(profile, "index.js", sourceMap, 20) };
-      if (name === "key") result.profile = entry;
-      else result.profiles[name] = entry;
-      if (SAVE_PROFILES) writeFileSync(join(RESULTS, `profile-${name}.cpuprofile`), JSON.stringify(profile));
+  if (runs("cpu") || runs("throughput") || runs("latency")) {
+    const { worker, keys } = await startCostWorker({ name: "cost", compat, originUrl, token, config: tollgateConfig("enforce", jwtConfig), placement });
+    log(`workerd ${worker.pid} at ${worker.url}; its stdout: ${worker.stdoutPath}`);
+    result.checks = await checkControls({ url: worker.url, keys, stdoutPath: worker.stdoutPath });
+    for (const note of result.checks.notes) log(`check: ${note}`);
+    const all = costCases({ keys, hotJwt, withBase: BASE !== null });
+    const cases = CASES === null ? all : Object.fromEntries(Object.entries(all).filter(([n]) => CASES.includes(n.replace(/_base$/, ""))));
+    const client = startClient();
+    if (runs("cpu")) {
+      const cpu = await cpuPart({ worker, cases, client });
+      result.cpu = { ...cpu, cases: Object.fromEntries(Object.entries(cases).map(([n, c]) => [n, { label: c.label, expect: c.expect, ...cpu.totals[n] }])), figures: cpuFigures(cpu.per_round_us, CPU_COMPARISONS, SSE_BYTES) };
+      delete result.cpu.totals;
     }
-    await profiled.stop();
-    // (d): what mode "off" still does per request (the forward alone).
-    const offInspector = await freePort();
-    const off = await startGateway("profiled-off", bundle, compat, originUrl, token, "off", { inspectorPort: offInspector });
-    const offSpec = { url: off.url, kind: "get", path: "/bench/item?x=1", connections: SETTINGS.e2e.connections };
-    await runLoad({ ...offSpec, durationS: 2 });
-    log(`profiling off for ${SETTINGS.profileS} s through the inspector`);
-    const { profile: offProfile, result: offLoad } = await profileWhile(offInspector, "profiled-off", () => runLoad({ ...offSpec, durationS: SETTINGS.profileS }));
-    result.profiles.off = { seconds: SETTINGS.profileS, requests_per_s: offLoad.requests_per_s, status: offLoad.status, summary: summariseProfile(offProfile, "index.js", sourceMap, 20) };
-    if (SAVE_PROFILES) writeFileSync(join(RESULTS, "profile-off.cpuprofile"), JSON.stringify(offProfile));
-    await off.stop();
+    if (runs("throughput")) result.throughput = loadFigures(await loadPart({ worker, cases: all, client, mode: "throughput" }), "throughput");
+    if (runs("latency")) {
+      const fromThroughput = result.throughput?.per_case.key.requests_per_s.median;
+      const ratePerS = SETTINGS.latency.ratePerS ?? (fromThroughput ? Math.round((fromThroughput * SETTINGS.latency.shareOfThroughput) / 50) * 50 : 500);
+      log(`latency at ${ratePerS} requests/s`);
+      result.latency = { rate_per_s: ratePerS, ...loadFigures(await loadPart({ worker, cases: all, client, mode: "latency", ratePerS }), "latency") };
+    }
+    await client.close();
+    await worker.stop();
   }
+  if (runs("profile")) result.profiles = await profilePart({ compat, originUrl, token, placement, jwtConfig, sourceMap });
 
-  // 6. Streams.
-  if (runs("streams")) result.streams = await benchStreams({ root: ROOT, bundle, compat, token, stateDir: STATE, settings: QUICK ? STREAMS_SETTINGS.quick : STREAMS_SETTINGS.full, log });
-
-  result.targets = [...evaluateTargets(result), ...(result.gateway_cpu ? cpuTargets(result.gateway_cpu) : [])];
+  result.targets = targets(result);
+  result.load_average_after = loadavg();
   result.total_runtime_s = Math.round((Date.now() - startedAt) / 1000);
   mkdirSync(RESULTS, { recursive: true });
-  const jsonName = ONLY !== null ? "partial.json" : QUICK ? "quick.json" : "latest.json";
-  writeFileSync(join(RESULTS, jsonName), `${JSON.stringify(result, null, 2)}\n`);
-  if (!QUICK && ONLY === null) {
-    const e = result.end_to_end.settings;
-    writeFileSync(
-      join(RESULTS, "latency.svg"),
-      latencySvg(
-        result.end_to_end.latency.runs,
-        `open loop at ${e.latency_rate_per_s} req/s each, medians of ${e.latencyRounds} interleaved rounds × ${e.latencyDurationS} s · ${result.machine.cpu_count} cores shared with the load generator · ${result.machine.date.slice(0, 10)}`,
-      ),
-    );
-  }
-  console.log(`\n${markdownSummary(result)}`);
-  if (result.gateway_cpu) console.log(`\n${cpuSummary(result.gateway_cpu)}`);
-  if (result.streams) console.log(`\n${streamsSummary(result.streams)}`);
-  log(`wrote bench/results/${jsonName}${QUICK || ONLY !== null ? "" : " and bench/results/latency.svg"}`);
+  const full = ONLY === null && CASES === null && BASE === null && ROUNDS >= 20;
+  const file = full ? "latest.json" : "partial.json";
+  writeFileSync(join(RESULTS, file), `${JSON.stringify(result, null, 2)}\n`);
+  console.log(`\n${markdown(result)}`);
+  log(`wrote bench/results/${file}`);
 }
 
 try {

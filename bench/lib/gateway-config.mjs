@@ -7,7 +7,7 @@ export const ROUTES = [
   { method: "DELETE", path: "/objects/:object", quota: "release" },
 ];
 
-/** The category a priced route's answer is charged in (issue 15's SSE measure). */
+/** The category a priced route's answer is charged in (the priced SSE case). */
 export const PRICED_CATEGORY = "tokens";
 /** The same SSE stream with and without cost extraction: the origin answers any /sse/ path alike. */
 export const SSE_PLAIN_PATH = "/sse/plain/chat";
@@ -22,26 +22,20 @@ const HUGE = [{ count: 1_000_000_000, window_s: 1 }];
 
 /**
  * Everything else at its default (request_log on, caches 10 s, limiter 16
- * MiB): what a deployment runs. `extra` overrides fields: the diagnostic
- * target without the request log, and `jwt` (a static-key issuer from
- * bench/lib/jwt-tokens.mjs, so hot JWT callers and first tokens can be
- * measured). Anonymous callers have a per-address limit nobody reaches, as a
- * deployment would give them one.
+ * MiB): what a deployment runs. `extra` overrides fields: `request_log`
+ * for the profile without it, `jwt` (a static-key issuer from
+ * bench/lib/jwt-tokens.mjs, so JWT callers can be measured). Anonymous
+ * callers have a per-address limit nobody reaches, as a deployment would
+ * give them one.
  */
 export function tollgateConfig(mode = "enforce", extra = {}) {
   return JSON.stringify({ mode, anonymous: "allow", routes: [...ROUTES, ...SSE_ROUTES], categories: { request: { limits: { ip: HUGE } } }, ...extra });
 }
 
-/** (b) and (c), and the JWT callers whose tenant claim names it: limits and a hard quota that never refuse. */
+/** The admitted cases' tenant, and the JWT callers whose tenant claim names it: limits and a hard quota that never refuse. */
 export const UNLIMITED_TENANT = {
   limits: { request: { key: HUGE, jwt: HUGE, tenant: HUGE }, upload: { key: HUGE, tenant: HUGE }, [PRICED_CATEGORY]: { key: HUGE, jwt: HUGE, tenant: HUGE } },
   quota: { bytes: { hard: 1_000_000_000_000_000 }, objects: { hard: 1_000_000_000 } },
-};
-
-/** The abuse test's legitimate key: 100 requests/s with bursts of 200 — well above its probe, a real limit all the same. */
-export const LIMITED_KEY_LIMIT = { count: 100, window_s: 1, burst: 200 };
-export const LIMITED_TENANT = {
-  limits: { request: { key: [LIMITED_KEY_LIMIT], tenant: [{ count: 200, window_s: 1, burst: 400 }] } },
 };
 
 /** The 429 case: a key admitted once an hour, so every request past its first is refused. */

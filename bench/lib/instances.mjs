@@ -1,7 +1,8 @@
 // Workers under test, each in its own workerd process through Miniflare's API
 // (the Miniflare that wrangler itself uses), bound to 127.0.0.1 on its own
 // port, with its D1 and Durable Object storage under bench/.state/<name> (made
-// fresh each run; the user's .wrangler/state is never touched).
+// fresh each run; the user's .wrangler/state is never touched), its stdout
+// and stderr written to files by workerd itself (see startWorker).
 //
 // Why not `wrangler dev`: it puts a proxy Worker, in a second workerd process,
 // in front of the Worker under test. On the 2-core machine the bare
@@ -10,7 +11,8 @@
 // Tollgate still runs exactly as `wrangler deploy` would ship it: the bundle
 // comes from `wrangler deploy --dry-run`.
 import { spawnSync } from "node:child_process";
-import { mkdirSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { createRequire } from "node:module";
 import { createServer } from "node:net";
 import { join } from "node:path";
@@ -43,6 +45,22 @@ export function buildGateway(root, outDir) {
   return join(outDir, "index.js");
 }
 
+/**
+ * Bundles the gateway as committed at git revision `rev` (its src/,
+ * wrangler.toml, package.json and migrations/, from `git archive` into a
+ * temporary tree that borrows this checkout's node_modules); returns
+ * {bundle, tree}. How a figure is taken from a commit while the working tree
+ * is mid-edit, and how two commits are compared.
+ */
+export function buildGatewayAt(root, rev, outDir) {
+  const tree = mkdtempSync(join(tmpdir(), "bench-tree-"));
+  onCleanup(() => rmSync(tree, { recursive: true, force: true }));
+  const archive = spawnSync("sh", ["-c", `git archive ${shellQuote(rev)} src wrangler.toml package.json tsconfig.json migrations | tar -x -C ${shellQuote(tree)}`], { cwd: root, encoding: "utf8" });
+  if (archive.status !== 0) throw new Error(`git archive ${rev} failed: ${archive.stderr}`);
+  symlinkSync(join(root, "node_modules"), join(tree, "node_modules"), "dir");
+  return { bundle: buildGateway(tree, outDir), tree };
+}
+
 /** compatibility_date and compatibility_flags from wrangler.toml, so the bench runs what the deployment runs. */
 export function readCompatibility(root) {
   const toml = readFileSync(join(root, "wrangler.toml"), "utf8");
@@ -69,14 +87,21 @@ export function freePort() {
 /**
  * Starts one Worker in its own workerd. opts: {name, scriptPath, bindings,
  * compat, gateway: boolean (D1 DB + TENANT_QUOTA), stateDir, extra (more
- * Miniflare options, e.g. inspectorPort)}. Returns
- * {name, url, port, pid, mf, stop()}.
+ * Miniflare options, e.g. inspectorPort), stdout (a file for workerd's
+ * stdout, default /dev/null), cpu (a CPU list for `taskset -c`, e.g. "0";
+ * default: not pinned)}. Returns {name, url, port, pid, mf, stdoutPath,
+ * stderrTail, stop()}.
+ *
+ * workerd's stdout and stderr are files, opened by a wrapper script before
+ * it execs workerd (MINIFLARE_WORKERD_PATH), so the request log goes
+ * straight to the file at the descriptor level: no pipe, and no reader in
+ * this process, as a deployed Worker has none (Miniflare's
+ * handleRuntimeStdio would pipe every line through this process's event
+ * loop, the one that drives the load). Requests reach the Worker through a
+ * direct socket (unsafeDirectSockets), not through Miniflare's entry Worker,
+ * so nothing but the Worker under test runs JavaScript per request.
  */
-export async function startWorker({ name, scriptPath, bindings, compat, gateway, stateDir, extra = {} }) {
-  const port = await freePort();
-  const before = new Set(childPids("workerd"));
-  const stderrTail = [];
-  const serverErrorLog = [];
+export async function startWorker({ name, scriptPath, bindings, compat, gateway, stateDir, extra = {}, stdout = "/dev/null", cpu = null }) {
   const storage = gateway
     ? {
         d1Databases: { DB: `bench-${name}` },
@@ -89,57 +114,86 @@ export async function startWorker({ name, scriptPath, bindings, compat, gateway,
     rmSync(stateDir, { recursive: true, force: true });
     mkdirSync(stateDir, { recursive: true });
   }
-  const mf = new Miniflare({
-    name,
-    host: HOST,
-    port,
-    modules: true,
-    // Imported .js files are ES modules too (Miniflare would read them as CommonJS).
-    modulesRules: [{ type: "ESModule", include: ["**/*.js"] }],
-    scriptPath,
-    ...compat,
-    bindings,
-    ...storage,
-    ...extra,
-    // The request log (one console.log per request, as deployed) is drained
-    // here so it costs what writing it costs, without flooding the terminal.
-    handleRuntimeStdio(stdout, stderr) {
-      stdout.on("data", (chunk) => {
-        // Keep a few request-log lines of 5xx answers, to explain them.
-        if (serverErrorLog.length >= 10) return;
-        for (const line of String(chunk).split("\n")) if (/"status":5\d\d/.test(line) && serverErrorLog.length < 10) serverErrorLog.push(line);
-      });
-      stderr.on("data", (chunk) => {
-        stderrTail.push(String(chunk));
-        if (stderrTail.length > 40) stderrTail.shift();
-      });
-    },
-  });
+  const wrapperDir = mkdtempSync(join(tmpdir(), `bench-workerd-${name}-`));
+  const stderrPath = join(wrapperDir, "stderr");
+  const wrapper = join(wrapperDir, "workerd");
+  const pin = cpu === null ? "" : `taskset -c ${cpu} `;
+  writeFileSync(wrapper, `#!/bin/sh\nexec ${pin}${shellQuote(workerdBinary())} "$@" >${shellQuote(stdout)} 2>${shellQuote(stderrPath)}\n`, { mode: 0o755 });
+  // One start at a time: Miniflare reads MINIFLARE_WORKERD_PATH when it spawns workerd.
+  const previous = starting;
+  let release;
+  starting = new Promise((resolve) => (release = resolve));
+  await previous;
+  const before = new Set(childPids("workerd"));
+  let mf;
+  let url;
+  const savedPath = process.env.MINIFLARE_WORKERD_PATH;
+  try {
+    process.env.MINIFLARE_WORKERD_PATH = wrapper;
+    mf = new Miniflare({
+      name,
+      host: HOST,
+      port: 0,
+      modules: true,
+      // Imported .js files are ES modules too (Miniflare would read them as CommonJS).
+      modulesRules: [{ type: "ESModule", include: ["**/*.js"] }],
+      scriptPath,
+      ...compat,
+      bindings,
+      ...storage,
+      unsafeDirectSockets: [{ host: HOST, port: 0 }],
+      ...extra,
+    });
+    await mf.ready;
+    url = await mf.unsafeGetDirectURL(name);
+  } finally {
+    if (savedPath === undefined) delete process.env.MINIFLARE_WORKERD_PATH;
+    else process.env.MINIFLARE_WORKERD_PATH = savedPath;
+    release();
+  }
+  // taskset execs workerd in place, so the child is workerd either way.
+  const pids = childPids("workerd").filter((pid) => !before.has(pid));
+  for (const pid of pids) trackPid(pid);
   let stopped = false;
-  let pids = [];
   const stop = async () => {
     if (stopped) return;
     stopped = true;
     await mf.dispose().catch(() => {});
     for (const pid of pids) untrackPid(pid);
+    rmSync(wrapperDir, { recursive: true, force: true });
   };
   const unregister = onCleanup(stop);
-  const url = await mf.ready;
-  pids = childPids("workerd").filter((pid) => !before.has(pid));
-  for (const pid of pids) trackPid(pid);
   return {
     name,
     url: url.origin,
-    port,
+    port: Number(url.port),
     pid: pids[0] ?? null,
     mf,
-    stderrTail,
-    serverErrorLog,
+    stdoutPath: stdout,
+    /** The last lines workerd wrote to stderr. */
+    get stderrTail() {
+      try {
+        return readFileSync(stderrPath, "utf8").split("\n").slice(-40);
+      } catch {
+        return [];
+      }
+    },
     stop: async () => {
       unregister();
       await stop();
     },
   };
+}
+
+let starting = Promise.resolve();
+
+/** The workerd binary Miniflare itself would run. */
+function workerdBinary() {
+  return createRequire(requireFromWrangler.resolve("miniflare"))("workerd").default;
+}
+
+function shellQuote(text) {
+  return `'${String(text).replaceAll("'", "'\\''")}'`;
 }
 
 /** Applies migrations/*.sql (drizzle-kit's output, split at its statement breakpoints) to the Worker's D1. */
