@@ -24,6 +24,8 @@ export const DEFAULT_EXEMPT_PATHS: readonly string[] = ["/healthz", "/readyz", "
 export const DEFAULT_STRIP_CREDENTIAL = false;
 /** Method-override headers (X-HTTP-Method-Override and kin) are dropped before forwarding unless this is true. */
 export const DEFAULT_FORWARD_METHOD_OVERRIDE = false;
+/** A path segment holding `;` (path parameters, which servlet containers strip) is refused 400 invalid_path unless this is true. */
+export const DEFAULT_ALLOW_PATH_PARAMETERS = false;
 /** 0 = no bound. */
 export const DEFAULT_MAX_REQUEST_BYTES = 0;
 export const DEFAULT_CACHE_TTL_S = 10;
@@ -170,6 +172,7 @@ export const configSchema = z.strictObject({
   exempt_paths: list(z.string().startsWith("/", "must begin with /").max(1024, "must be at most 1024 characters")).default([...DEFAULT_EXEMPT_PATHS]),
   strip_credential: z.boolean().default(DEFAULT_STRIP_CREDENTIAL),
   forward_method_override: z.boolean().default(DEFAULT_FORWARD_METHOD_OVERRIDE),
+  allow_path_parameters: z.boolean().default(DEFAULT_ALLOW_PATH_PARAMETERS),
   max_request_bytes: z.number().int("must be a whole number").min(0, "must be >= 0").max(Number.MAX_SAFE_INTEGER).default(DEFAULT_MAX_REQUEST_BYTES),
   cache_ttl_s: positiveSeconds(MAX_CACHE_TTL_S).default(DEFAULT_CACHE_TTL_S),
   stale_if_error_s: z.number().min(0, "must be >= 0").max(MAX_STALE_IF_ERROR_S, `must be <= ${MAX_STALE_IF_ERROR_S}`).default(DEFAULT_STALE_IF_ERROR_S),
@@ -275,6 +278,8 @@ export interface Config {
   readonly stripCredential: boolean;
   /** Pass X-HTTP-Method-Override, X-HTTP-Method and X-Method-Override to the origin (routes match the request's own method). */
   readonly forwardMethodOverride: boolean;
+  /** Accept path segments holding `;` (routes then match each segment without its `;…`); refused 400 invalid_path otherwise. */
+  readonly allowPathParameters: boolean;
   readonly maxRequestBytes: number;
   readonly cacheTtlMs: number;
   readonly staleIfErrorMs: number;
@@ -391,6 +396,7 @@ export function parseConfig(raw: unknown): ConfigResult {
       exemptPaths: c.exempt_paths,
       stripCredential: c.strip_credential,
       forwardMethodOverride: c.forward_method_override,
+      allowPathParameters: c.allow_path_parameters,
       maxRequestBytes: c.max_request_bytes,
       cacheTtlMs: c.cache_ttl_s * 1000,
       staleIfErrorMs: c.stale_if_error_s * 1000,

@@ -175,6 +175,8 @@ export class Exchange {
   readonly method: string;
   /** The path as forwarded: runs of `/` collapsed. */
   readonly path: string;
+  /** The path routes match: `path`, with each segment's `;…` removed when path parameters are allowed. */
+  routePath: string;
   /** The query with its `?`, or "". */
   readonly search: string;
   /** The resolved client address, full spelling (sent to the origin as X-Forwarded-For and X-Real-IP). */
@@ -249,6 +251,7 @@ export class Exchange {
     this.config = config;
     this.method = request.method;
     this.path = path;
+    this.routePath = path;
     this.search = search;
     this.declaredBytes = declaredBytes;
     this.startedAtMs = nowMs;

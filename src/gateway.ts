@@ -31,7 +31,7 @@ import type { CredentialVerifier } from "./identity/credential";
 import { declaredLength } from "./proxy/content-length";
 import type { OriginBaseResult } from "./proxy/origin-url";
 import type { UpstreamsResult } from "./proxy/upstream";
-import { normalisePath, splitUrl } from "./proxy/request-path";
+import { normalisePath, splitUrl, withoutMethodOverrideParameter, withoutPathParameters } from "./proxy/request-path";
 import { problem } from "./errors";
 import { errorName, log } from "./log/logger";
 import { requestLogLine, requestLogWanted } from "./log/request-log";
@@ -68,6 +68,13 @@ interface Pipeline {
 
 function invalidPath(): Response {
   return problem("invalid_path", { detail: "The path holds an encoded separator (%2F or %5C), NUL (%00), or a `.` or `..` segment." });
+}
+
+function pathParametersRefused(): Response {
+  return problem("invalid_path", {
+    detail: "The path holds a `;` (path parameters, which many servers strip before routing); this gateway does not accept them.",
+    hint: "Send the path without `;…`, or percent-encode a literal semicolon as %3B.",
+  });
 }
 
 /** What is wrong with the configuration, TOLLGATE first, then ORIGIN_URL; null when both are valid (the gateway's 500 and health say the same). */
@@ -204,15 +211,28 @@ export function compileGateway(runtime: GatewayRuntime): GatewayHandler {
   }
 
   const now = runtime.now;
+  const allowPathParameters = config.allowPathParameters;
+  const forwardMethodOverride = config.forwardMethodOverride;
   return function gateway(request, env, ctx) {
     const nowMs = now();
     const { pathname, search } = splitUrl(request.url);
     const path = normalisePath(pathname);
-    const x = new Exchange(request, env, ctx, runtime, config, path ?? pathname, search, declaredLength(request.headers), nowMs);
+    // `_method` in the query is a method override to Rails, Laravel and Express: dropped like the headers.
+    const query = forwardMethodOverride ? search : withoutMethodOverrideParameter(search);
+    const x = new Exchange(request, env, ctx, runtime, config, path ?? pathname, query, declaredLength(request.headers), nowMs);
     if (path === null) {
       // Never forwarded, in any mode: an origin that decodes before normalising would leave its base path.
       x.decision = "invalid_path";
       return Promise.resolve(answered(x, invalidPath()));
+    }
+    if (path.indexOf(";") !== -1) {
+      // Never forwarded unless allowed, in any mode: `/objects;v=1/y` is
+      // `/objects/y` to a servlet container, and would dodge its route.
+      if (!allowPathParameters) {
+        x.decision = "invalid_path";
+        return Promise.resolve(answered(x, pathParametersRefused()));
+      }
+      x.routePath = withoutPathParameters(path);
     }
     let pipeline = http;
     if (request.headers.has("upgrade") && isWebSocketUpgrade(request)) {

@@ -7,7 +7,9 @@
 // raw, still percent-encoded, so an object name has one spelling), and a final
 // `*` (any rest, including none: `/files/*` matches `/files`, `/files/` and
 // `/files/a/b`; the rest is captured as params["*"]). Methods compare
-// case-insensitively; no method means any method.
+// case-insensitively; no method means any method; a HEAD request also
+// matches a GET route (RFC 9110 §9.3.2: most origins answer it with the
+// GET handler, so it must not be a free way to run it).
 //
 // Spelling cannot dodge a route: the path given to match()
 // has its runs of `/` collapsed already (src/proxy/request-path.ts), a
@@ -53,6 +55,17 @@ export interface RouteMatcher {
   match(method: string, path: string): RouteMatch | null;
   /** Every category some route charges, once each, in config order (for explain). */
   readonly categories: readonly string[];
+  /** The routes whose charges depend on the origin's status (`charge_on_status`), in config order (for explain). */
+  readonly statusCharged: readonly StatusChargedRoute[];
+}
+
+/** A `charge_on_status` route as explain shows it. */
+export interface StatusChargedRoute {
+  /** Its index in the routes list. */
+  readonly index: number;
+  readonly charges: readonly (readonly [category: string, cost: number])[];
+  /** The statuses as the config writes them (codes and classes like "4xx"). */
+  readonly statuses: readonly (number | string)[];
 }
 
 export const CATEGORY_NAME = /^[a-z][a-z0-9_]{0,31}$/;
@@ -188,8 +201,10 @@ export function compileRoutes(specs: readonly RouteSpec[]): RouteMatcher {
   const routes = specs.map(compileRoute);
   const captured: string[] = [];
   const categories = [...new Set(routes.flatMap((route) => route.charges.map(([category]) => category)))];
+  const statusCharged = routes.flatMap((route) => (route.chargeOnStatus === null ? [] : [{ index: route.index, charges: route.charges, statuses: route.chargeOnStatus.spec }]));
   return {
     categories,
+    statusCharged,
     match(method: string, requestPath: string): RouteMatch | null {
       // A trailing slash is ignored ("/objects/x/" is "/objects/x"); "/" stays "/".
       const path = requestPath.length > 1 && requestPath.charCodeAt(requestPath.length - 1) === 47 ? requestPath.slice(0, -1) : requestPath;
@@ -197,7 +212,8 @@ export function compileRoutes(specs: readonly RouteSpec[]): RouteMatcher {
       for (const route of routes) {
         if (route.method !== null && route.method !== method) {
           upper ??= method.toUpperCase();
-          if (route.method !== upper) continue;
+          // A HEAD runs the GET handler on most origins (Express, Rails, Django, Flask, Go): it pays a GET route's charges.
+          if (route.method !== upper && !(upper === "HEAD" && route.method === "GET")) continue;
         }
         captured.length = 0;
         if (!matchPath(route, path, captured)) continue;

@@ -11,7 +11,7 @@ import type { RouteMatcher } from "../engine/routes";
  */
 export function matchRoute(routes: RouteMatcher): (x: Exchange) => null {
   return function matchRouteStep(x) {
-    x.route = routes.match(x.method, x.path);
+    x.route = routes.match(x.method, x.routePath);
     return null;
   };
 }

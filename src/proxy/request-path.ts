@@ -17,6 +17,12 @@
 //   could be dodged with `//objects/x`): collapsed.
 // Case and a trailing slash are kept as sent for the origin; route matching
 // ignores them (src/engine/routes.ts).
+//
+// Path parameters (`;` in a segment: `/login;x=1`, `/objects;jsessionid=1/y`)
+// are left to the gateway (src/gateway.ts): servlet containers and Spring
+// strip `;…` from each segment before routing, so `/login;x=1` reaches their
+// `/login`. Refused unless the config allows them; then routes match the path
+// with each segment's parameters removed (withoutPathParameters).
 
 /** Null: refuse with 400 invalid_path. Otherwise the path as matched and forwarded. */
 export function normalisePath(pathname: string): string | null {
@@ -91,9 +97,14 @@ const UNRESERVED: Uint8Array = (() => {
 })();
 
 /** The pathname and the query (with its `?`, or "") of an absolute URL string, without building a URL. */
-export function splitUrl(url: string): { pathname: string; search: string } {
+export function splitUrl(whole: string): { pathname: string; search: string } {
   // request.url is the runtime's serialisation of a parsed absolute URL:
-  // `scheme://authority/path?query` (a fragment is never sent).
+  // `scheme://authority/path?query#fragment`. A client never sends a
+  // fragment, but a Request made in code (a service binding's caller, a
+  // test) keeps one: it is not part of the path (an origin never sees it,
+  // so a route must not match on it).
+  const hash = whole.indexOf("#");
+  const url = hash === -1 ? whole : whole.slice(0, hash);
   const schemeEnd = url.indexOf("://");
   const pathStart = schemeEnd === -1 ? -1 : url.indexOf("/", schemeEnd + 3);
   if (pathStart === -1) {
@@ -103,4 +114,50 @@ export function splitUrl(url: string): { pathname: string; search: string } {
   const q = url.indexOf("?", pathStart);
   if (q === -1) return { pathname: url.slice(pathStart), search: "" };
   return { pathname: url.slice(pathStart, q), search: url.slice(q) };
+}
+
+/**
+ * `path` with each segment's path parameters (`;` to the segment's end)
+ * removed, as servlet containers route it: `/objects;v=1/y;x` → `/objects/y`.
+ */
+export function withoutPathParameters(path: string): string {
+  let out = "";
+  let from = 0;
+  const n = path.length;
+  while (from < n) {
+    const semicolon = path.indexOf(";", from);
+    if (semicolon === -1) return out + path.slice(from);
+    out += path.slice(from, semicolon);
+    const slash = path.indexOf("/", semicolon);
+    if (slash === -1) return out;
+    from = slash;
+  }
+  return out;
+}
+
+/**
+ * Removes every `_method` parameter from a query (`?` included, or ""):
+ * Rails, Laravel and Express's method-override read it (its name
+ * percent-decoded, `+` as a space) as the request's method, so a POST the
+ * gateway charges as a POST would run the origin's DELETE handler.
+ */
+export function withoutMethodOverrideParameter(search: string): string {
+  // The common query has neither `_` nor an escape that could spell one: returned as it is.
+  if (search.indexOf("_") === -1 && search.indexOf("%") === -1) return search;
+  const pairs = search.slice(1).split("&");
+  const kept = pairs.filter((pair) => !isMethodOverride(pair));
+  if (kept.length === pairs.length) return search;
+  return kept.length === 0 ? "" : `?${kept.join("&")}`;
+}
+
+function isMethodOverride(pair: string): boolean {
+  const eq = pair.indexOf("=");
+  const raw = (eq === -1 ? pair : pair.slice(0, eq)).replace(/\+/g, " ");
+  let name: string;
+  try {
+    name = decodeURIComponent(raw);
+  } catch {
+    return false;
+  }
+  return name === "_method";
 }

@@ -23,6 +23,7 @@ describe("config", () => {
       expect(c.exemptPaths).toEqual(DEFAULT_EXEMPT_PATHS);
       expect(c.stripCredential).toBe(false);
       expect(c.forwardMethodOverride).toBe(false);
+      expect(c.allowPathParameters).toBe(false);
       expect(c.maxRequestBytes).toBe(0);
       expect(c.cacheTtlMs).toBe(DEFAULT_CACHE_TTL_S * 1000);
       expect(c.staleIfErrorMs).toBe(300_000);
@@ -85,6 +86,7 @@ describe("config", () => {
     [{ exempt_paths: ["healthz"] }, "exempt_paths.0"],
     [{ strip_credential: "yes" }, "strip_credential"],
     [{ forward_method_override: "true" }, "forward_method_override"],
+    [{ allow_path_parameters: 1 }, "allow_path_parameters"],
     [{ max_request_bytes: -1 }, "max_request_bytes"],
     [{ max_request_bytes: 1.5 }, "max_request_bytes"],
     [{ cache_ttl_s: 0 }, "cache_ttl_s"],

@@ -70,6 +70,21 @@ describe("compileRoutes", () => {
     expect(m.match("POST", "/v1/models/m1/x:walk")).toBeNull();
   });
 
+  it("matches a HEAD to the routes a GET of the same path would match, and nothing else to a GET route", () => {
+    const routes = compileRoutes([
+      { method: "GET", path: "/expensive", charges: { reports: 5 } },
+      { method: "POST", path: "/expensive", charges: { writes: 1 } },
+      { method: "HEAD", path: "/probe", charges: { probes: 1 } },
+    ]);
+    expect(routes.match("HEAD", "/expensive")?.charges).toEqual([["reports", 5]]);
+    expect(routes.match("head", "/Expensive/")?.index).toBe(0);
+    expect(routes.match("OPTIONS", "/expensive")).toBeNull();
+    expect(routes.match("POST", "/expensive")?.index).toBe(1);
+    // A HEAD route is not a GET route.
+    expect(routes.match("GET", "/probe")).toBeNull();
+    expect(routes.match("HEAD", "/probe")?.index).toBe(2);
+  });
+
   it("takes the first match in list order", () => {
     const m = compileRoutes([
       { path: "/a/:x", charges: { first: 1 } },

@@ -5,7 +5,8 @@
 // config_invalid, no uncaught error (test/unhandled-rejections.ts fails the
 // file on one), and every answer the gateway makes itself is problem+json.
 // And what the gateway promises holds, read from the recording origin's log:
-// nothing refused invalid_path or blocked reaches the origin, the origin's
+// nothing refused invalid_path or blocked reaches the origin, a path holding
+// `;` is refused invalid_path, the origin's
 // X-Forwarded-For and X-Real-IP are the resolved client address, and after
 // the run the tenant's quota counters equal the bytes a model of the origin's
 // store holds. A fixed seed makes a failure reproduce; the failing request is
@@ -359,6 +360,10 @@ function checkRound(round: readonly Sent[], seen: readonly OriginSeen[], answers
     const entry = entryOf.get(sent.id);
     if ((code === "invalid_path" || code === "blocked") && entry !== undefined) inv.broken.push(`${sent.request.method} ${sent.request.url}: refused ${code} but reached the origin`);
     const answer = answers.get(sent.id);
+    // A `;` in the path (path parameters, which servlet containers strip before routing) is refused, never forwarded.
+    if (answer != null && new URL(sent.request.url).pathname.includes(";") && code !== "invalid_path" && code !== "blocked") {
+      inv.broken.push(`${sent.request.method} ${sent.request.url}: a path holding ; answered ${code ?? `origin ${answer.status}`}, not invalid_path`);
+    }
     if (entry === undefined || answer?.fromOrigin !== true || answer.status < 200 || answer.status >= 300) continue;
     const name = inv.store.apply(entry, inv.tenant);
     if (name !== null && quotaKey(sent.request) !== keyOfName(name)) inv.broken.push(`${sent.request.method} ${sent.request.url}: stored or deleted ${name} outside its chain (the test's key missed it)`);

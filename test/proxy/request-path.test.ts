@@ -3,7 +3,7 @@
 // from decodeURIComponent.
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { normalisePath } from "../../src/proxy/request-path";
+import { normalisePath, splitUrl, withoutMethodOverrideParameter, withoutPathParameters } from "../../src/proxy/request-path";
 
 describe("normalisePath", () => {
   it.each([
@@ -60,6 +60,60 @@ describe("normalisePath", () => {
       }),
       { numRuns: 2000 },
     );
+  });
+});
+
+describe("withoutPathParameters", () => {
+  it.each([
+    ["/objects;jsessionid=1/y1", "/objects/y1"],
+    ["/login;x=1", "/login"],
+    ["/a;b;c/d;e/", "/a/d/"],
+    [";x/y", "/y"],
+    ["/;/", "//"],
+  ])("routes %s as %s", (raw, expected) => {
+    expect(withoutPathParameters(raw)).toBe(expected);
+  });
+
+  it("removes each segment's `;…` and nothing else, as splitting on / and cutting at ; does", () => {
+    const part = fc.constantFrom("/", ";", "=", "a", "B", "%3B", ".", "x=1");
+    fc.assert(
+      fc.property(fc.array(part, { maxLength: 16 }), (parts) => {
+        const path = `/${parts.join("")}`;
+        const reference = path
+          .split("/")
+          .map((segment) => segment.split(";")[0])
+          .join("/");
+        const out = withoutPathParameters(path);
+        expect(out).toBe(reference);
+        expect(out).not.toContain(";");
+        expect(withoutPathParameters(out)).toBe(out);
+      }),
+      { numRuns: 1000 },
+    );
+  });
+});
+
+describe("withoutMethodOverrideParameter", () => {
+  it.each([
+    ["", ""],
+    ["?a=1", "?a=1"],
+    ["?_method=DELETE", ""],
+    ["?_method=DELETE&a=1", "?a=1"],
+    ["?a=1&%5Fmethod=PUT&b", "?a=1&b"],
+    ["?a=1&%5fmethod", "?a=1"],
+    ["?_method&_method=x&c=3", "?c=3"],
+    ["?__method=x&_methods=y&method=z", "?__method=x&_methods=y&method=z"],
+    ["?x=_method", "?x=_method"],
+    ["?%zz=1&_method=x", "?%zz=1"],
+  ])("forwards %s as %s", (search, expected) => {
+    expect(withoutMethodOverrideParameter(search)).toBe(expected);
+  });
+});
+
+describe("splitUrl", () => {
+  it("leaves a fragment out of the path and the query: an origin never sees it, so a route must not match it", () => {
+    expect(splitUrl("http://h.test//OBJECTS/#B")).toEqual({ pathname: "//OBJECTS/", search: "" });
+    expect(splitUrl("http://h.test/a?b=1#c?d")).toEqual({ pathname: "/a", search: "?b=1" });
   });
 });
 
