@@ -26,6 +26,9 @@ export const DEFAULT_STRIP_CREDENTIAL = false;
 export const DEFAULT_FORWARD_METHOD_OVERRIDE = false;
 /** A path segment holding `;` (path parameters, which servlet containers strip) is refused 400 invalid_path unless this is true. */
 export const DEFAULT_ALLOW_PATH_PARAMETERS = false;
+/** Seconds an isolate refuses a budget it was told is spent without asking its object again (at most until the period resets). */
+export const DEFAULT_BUDGET_EXHAUSTED_CACHE_S = 5;
+export const MAX_BUDGET_EXHAUSTED_CACHE_S = 3600;
 /** 0 = no bound. */
 export const DEFAULT_MAX_REQUEST_BYTES = 0;
 export const DEFAULT_CACHE_TTL_S = 10;
@@ -211,6 +214,12 @@ export const configSchema = z.strictObject({
     })
     .default({ flush_interval_s: DEFAULT_USAGE_FLUSH_INTERVAL_S, max_pending: DEFAULT_USAGE_MAX_PENDING, flush_when_idle: DEFAULT_USAGE_FLUSH_WHEN_IDLE }),
   reservation_ttl_s: wholeSeconds(MAX_RESERVATION_TTL_S).default(DEFAULT_RESERVATION_TTL_S),
+  budgets: z
+    .strictObject({
+      // 0: every request asks the object again (a spent budget then costs one object call per request).
+      exhausted_cache_s: z.number().min(0, "must be >= 0").max(MAX_BUDGET_EXHAUSTED_CACHE_S, `must be <= ${MAX_BUDGET_EXHAUSTED_CACHE_S}`).default(DEFAULT_BUDGET_EXHAUSTED_CACHE_S),
+    })
+    .default({ exhausted_cache_s: DEFAULT_BUDGET_EXHAUSTED_CACHE_S }),
   audit: z
     .strictObject({
       threshold_rejections: positiveInt.default(DEFAULT_AUDIT_THRESHOLD_REJECTIONS),
@@ -304,6 +313,8 @@ export interface Config {
   readonly usageFlushWhenIdle: boolean;
   readonly usageMaxPending: number;
   readonly reservationTtlS: number;
+  /** How long an isolate refuses a budget it saw spent without asking its object (capped by the period's reset). */
+  readonly budgetExhaustedCacheMs: number;
   readonly auditThresholdRejections: number;
   readonly auditWindowMs: number;
   /** Which request-log lines are written (src/log/request-log-policy.ts). */
@@ -424,6 +435,7 @@ export function parseConfig(raw: unknown): ConfigResult {
       usageFlushWhenIdle: c.usage.flush_when_idle,
       usageMaxPending: c.usage.max_pending,
       reservationTtlS: c.reservation_ttl_s,
+      budgetExhaustedCacheMs: c.budgets.exhausted_cache_s * 1000,
       auditThresholdRejections: c.audit.threshold_rejections,
       auditWindowMs: c.audit.window_s * 1000,
       requestLog: c.request_log,

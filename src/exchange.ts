@@ -97,15 +97,14 @@ export interface Removal {
   readonly rawObject: string;
 }
 
-/** A request's charges deferred to the origin's status, kept by the rate-limit step (src/limits/status-charge.ts settles them). */
+/** A `charge_on_status` route's charges, taken with the request by the rate-limit step and given back when the origin's status does not match (src/limits/status-charge.ts). */
 export interface StatusCharge {
   readonly statuses: StatusSet;
-  /** The route's charges on each subject, with the limits in force at admission. */
-  readonly deferred: readonly Charge[];
-  /** The charges admitted with the request (they come first in the headers' policy list). */
-  readonly admitted: readonly Charge[];
-  /** The admission's tightest limit, to compare with the settlement's. */
-  readonly tightest: HeaderFigures | null;
+  /** Every charge admitted with the request, with the limits in force at admission. */
+  readonly charges: readonly Charge[];
+  /** The route's own charges are charges[deferredFrom, deferredTo). */
+  readonly deferredFrom: number;
+  readonly deferredTo: number;
 }
 
 /** A policy snapshot as a step reads it: the override in force for a caller. */
@@ -227,9 +226,13 @@ export class Exchange {
     /** Every charge of the request (the RateLimit headers list them all); the reserve's start at reserveFrom and run to the end. */
     readonly charges: readonly Charge[];
     readonly reserveFrom: number;
+    /** Whether the reserve went to the limits (false: a shadow-mode request the limits would have refused; only budgets and metering settle). */
+    readonly limitsCharged: boolean;
   } | null = null;
-  /** A `charge_on_status` route's charges, checked but not taken: settled once the origin's status is known. */
+  /** A `charge_on_status` route's charges, taken with the request: given back once the origin's status is known not to match. */
   statusCharge: StatusCharge | null = null;
+  /** Set when the origin's status did not match and the charge_on_status charges went back (a priced settlement of the same category takes it into account). */
+  statusChargeReturned = false;
   /** Ms this request was held before it was forwarded (a limit's delay_max_ms); 0 = not held. */
   delayedMs = 0;
   /** What the rate-limit step charged this request when it admitted it, so a budget refusal can give it back. */

@@ -7,6 +7,7 @@
 // framework's per-request routing, context and promise per middleware were a
 // measurable share of the gateway's CPU (docs/performance.md). The control
 // paths (health, admin API) stay a Hono app (src/app.ts).
+import type { BudgetRefusals } from "./cache/budget-refusals";
 import type { PolicyCache } from "./cache/policy-cache";
 import type { Config } from "./config";
 import { Exchange, type Bindings, type ExchangeRuntime } from "./exchange";
@@ -56,6 +57,7 @@ export interface GatewayRuntime extends ExchangeRuntime, CredentialVerifier {
   readonly held: HeldRequests;
   readonly sleep: Sleep;
   readonly streams: StreamTable;
+  readonly budgetRefusals: BudgetRefusals;
 }
 
 export type GatewayHandler = (request: Request, env: Bindings, ctx: Background | null) => Promise<Response>;
@@ -115,7 +117,7 @@ export function compileGateway(runtime: GatewayRuntime): GatewayHandler {
       delay: { held: runtime.held, sleep: runtime.sleep, inFlight: runtime.inFlight, bounds: inFlightBounds(config.inFlight) },
     }),
   );
-  add(budgetCheck({ responseCharges: config.responseCharges, now: runtime.now }));
+  add(budgetCheck({ responseCharges: config.responseCharges, now: runtime.now, refusals: runtime.budgetRefusals }));
   // A WebSocket upgrade runs the same checks up to here (its
   // rate limits include the open's stream rent and a response-priced route's
   // reserve), then takes a stream slot and an in-flight slot (given back once

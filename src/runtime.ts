@@ -6,6 +6,7 @@
 // configuration; a test that passes another gets a runtime of its own (the
 // last one is kept: a runtime preallocates its limiter table, so keeping
 // several would multiply that memory).
+import { BudgetRefusals } from "./cache/budget-refusals";
 import { KeyCache } from "./cache/key-cache";
 import { KeyCheckLoader } from "./cache/key-check";
 import { PolicyCache } from "./cache/policy-cache";
@@ -68,6 +69,8 @@ export interface Runtime {
   readonly sleep: Sleep;
   /** Open WebSocket streams per credential. */
   readonly streams: StreamTable;
+  /** Budgets that refused lately and objects that failed: refused here without an object call (bounded by cache_max_entries). */
+  readonly budgetRefusals: BudgetRefusals;
   readonly authGate: AuthFailureGate;
   readonly keys: KeyCache;
   readonly keyCheck: KeyCheckLoader;
@@ -155,6 +158,7 @@ export function compileRuntime(env: Bindings, options: RuntimeOptions = {}): Run
     held: new HeldRequests(adminConfig.limiterMaxDelayed),
     sleep: options.sleep ?? timerSleep,
     streams: new StreamTable(),
+    budgetRefusals: new BudgetRefusals(adminConfig.budgetExhaustedCacheMs, adminConfig.cacheMaxEntries),
     authGate: new AuthFailureGate(limiter, adminConfig.authFailureLimits),
     keys: new KeyCache(adminConfig),
     keyCheck: new KeyCheckLoader(adminConfig.cacheTtlMs),

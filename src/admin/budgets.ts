@@ -178,6 +178,8 @@ async function listOf(owner: Owner): Promise<BudgetState[] | null> {
 /** Forgets this isolate's cached records that carry the owner's budgets. */
 async function clearCached(c: Context<AdminEnv>, db: Db, owner: Owner): Promise<void> {
   const runtime = c.get("runtime");
+  // A refusal this isolate remembers for the owner's budgets no longer holds.
+  runtime.budgetRefusals.forgetOwner(owner.name);
   if (owner.kind === "key") runtime.keys.clearKeyId(owner.id);
   else if (owner.kind === "tenant") {
     runtime.keys.clearTenant(owner.id);
@@ -303,6 +305,8 @@ function registerFor(app: Hono<AdminEnv>, kind: BudgetOwnerKind, base: string): 
         hint: "Send a new Idempotency-Key for a new top-up; repeat a top-up only with the category and amount it was first sent with.",
       });
     }
+    // A refusal this isolate remembers for the owner's budgets no longer holds (others see the top-up within budgets.exhausted_cache_s).
+    c.get("runtime").budgetRefusals.forgetOwner(owner.name);
     const budget = presentBudget(result.budget);
     // A repeat answers as the first did; the first wrote (or is still writing) the audit event.
     if (result.replayed) return c.json(budget, 201, { "idempotent-replayed": "true" });

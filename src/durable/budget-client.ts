@@ -45,13 +45,14 @@ export interface BudgetTicket {
  * - `reserved`: forward; keep the ticket. `wouldRefuse` (only with `force`,
  *   shadow mode) is the budget that would have refused; the spend was recorded anyway.
  * - `exhausted`: refuse; nothing is held.
- * - `unavailable`: an object did not answer; nothing is held (a release that
- *   cannot be delivered is logged, and the reserve stands).
+ * - `unavailable`: an object (`tenant:<slug>` or `org:<slug>`) did not
+ *   answer; nothing is held (a release that cannot be delivered is logged,
+ *   and the reserve stands).
  */
 export type BudgetReserveOutcome =
   | { kind: "reserved"; ticket: BudgetTicket; wouldRefuse: BudgetState | null; audits: BudgetThresholdAudit[] }
   | { kind: "exhausted"; budget: BudgetState; audits: BudgetThresholdAudit[] }
-  | { kind: "unavailable" };
+  | { kind: "unavailable"; object: string };
 
 export async function reserveBudgets(ns: BudgetNamespaces, plan: BudgetPlan, nowMs: number, force: boolean): Promise<BudgetReserveOutcome> {
   const reservationId = crypto.randomUUID();
@@ -66,7 +67,7 @@ export async function reserveBudgets(ns: BudgetNamespaces, plan: BudgetPlan, now
       r = await callQuota(async (): Promise<BudgetReserveResult> => tenantStub(ns, plan.tenant).budgetReserve({ reservationId, spends: plan.tenantSpends, nowMs, force }));
     } catch (err) {
       log.error("budget_reserve_failed", { scope: "tenant", error: errorName(err) });
-      return { kind: "unavailable" };
+      return { kind: "unavailable", object: `tenant:${plan.tenant}` };
     }
     if (r.status === "exhausted") return { kind: "exhausted", budget: r.budget, audits };
     audits.push(...r.audits);
@@ -84,7 +85,7 @@ export async function reserveBudgets(ns: BudgetNamespaces, plan: BudgetPlan, now
     } catch (err) {
       log.error("budget_reserve_failed", { scope: "org", error: errorName(err) });
       await release();
-      return { kind: "unavailable" };
+      return { kind: "unavailable", object: `org:${org}` };
     }
     if (r.status === "exhausted") {
       await release();

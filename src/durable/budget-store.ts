@@ -106,7 +106,8 @@ export class BudgetStore {
       for (const s of spends) {
         const live = this.#live(s.owner, s.category, nowMs);
         if (live === null) continue;
-        if (s.units > 0 && exhausted === null && live.used + s.units > live.amount) exhausted = live;
+        // A spend of 0 (a response-priced reserve of 0: its cost settles as debt) fits only while something is left.
+        if (exhausted === null && (s.units > 0 ? live.used + s.units > live.amount : live.used >= live.amount)) exhausted = live;
         charged.push({ live, units: s.units });
       }
       if (exhausted !== null && !force) return { status: "exhausted", budget: stateOf(exhausted) };

@@ -220,3 +220,40 @@ function violatedOf(decision: Decision, charges: readonly Charge[], policies: re
   }
   return names;
 }
+
+/** What a budget refusal's headers describe (src/limits/budget.ts). */
+export interface BudgetFigures {
+  readonly category: string;
+  /** `key`, `tenant` or `org`: whose budget, never the owner itself. */
+  readonly ownerKind: string;
+  /** `day`, `week`, `month` or `none` (credits). */
+  readonly period: string;
+  readonly amount: number;
+  /** The current period's length in whole seconds; null for credits (no period). */
+  readonly periodS: number | null;
+  /** Whole seconds, rounded up, until the period resets; null for credits (no reset). */
+  readonly resetS: number | null;
+  /** The units this request would have spent of it (draft-12's `c`). */
+  readonly cost: number;
+}
+
+/**
+ * A budget refusal's RateLimit headers: the budget that refused, as a policy
+ * `"budget-<category>-<owner kind>-<period>";q=<amount>;w=<period s>` with
+ * nothing available (`r=0;t=<s to reset>`), and the legacy X-RateLimit-*
+ * for it, so that a client reading headers is not told it has room left.
+ * Credits have no window and no reset: `w` and `t` are left out.
+ */
+export function budgetHeaders(b: BudgetFigures, version: HeaderVersion = "draft-11"): HeaderList {
+  const name = `budget-${safeCategoryOf(b.category)}-${b.ownerKind}-${b.period}`;
+  const policy = `"${name}";q=${b.amount}${b.periodS === null ? "" : `;w=${b.periodS}`}`;
+  const headers: [string, string][] = [["RateLimit-Policy", policy]];
+  if (version === "draft-12") {
+    headers.push(["RateLimit", `"${name}";a=0${b.resetS === null ? "" : `;w=${b.resetS}`};c=${b.cost}`], ["RateLimit-Partition", `"${name}";pk=${b.ownerKind}`]);
+  } else {
+    headers.push(["RateLimit", `"${name}";r=0${b.resetS === null ? "" : `;t=${b.resetS}`}`]);
+  }
+  headers.push(["X-RateLimit-Limit", String(b.amount)], ["X-RateLimit-Remaining", "0"]);
+  if (b.resetS !== null) headers.push(["X-RateLimit-Reset", String(b.resetS)]);
+  return headers;
+}

@@ -12,11 +12,11 @@
 //
 // A request refused only by limits with `delay_max_ms` is held rather than
 // refused (src/limits/delay.ts); a route with `charge_on_status` has its own
-// charges checked here and taken once the origin answers
-// (src/limits/status-charge.ts).
+// charges taken here like any other, and given back once the origin's status
+// is known not to match (src/limits/status-charge.ts).
 import { rateLimitRejections } from "../cache/rejection-counter";
 import type { Caller, Exchange } from "../exchange";
-import { admit, admitAt, type Charge, type Decision, wouldAdmit } from "../engine/gcra";
+import { admit, admitAt, type Charge, type Decision } from "../engine/gcra";
 import type { LeaseGroup, Short } from "../engine/lease-types";
 import type { LimiterTable } from "../engine/limiter-table";
 import { type HeaderVersion, rateLimitHeaders } from "../engine/rate-limit-headers";
@@ -36,6 +36,7 @@ import { refund } from "../proxy/response-cost-gcra";
 import { database } from "../db/client";
 import { keepAlive } from "../utils/wait-until";
 import { type Limit, sameLimit } from "../engine/limit";
+import type { StatusSet } from "../engine/status-match";
 import { noteRefusal } from "./sustained";
 
 /** Asks of the ledger one request may wait for before it is refused as contended. */
@@ -51,14 +52,15 @@ function addCharges(charges: Charge[], subjects: readonly ChargedSubject[], cate
 }
 
 /**
- * Every (subject, category, limits, cost) this request is charged, the
- * reserve of `responseCharge` included; without the route's own charges when
- * `routeCharges` is false (a charge_on_status route takes them later).
+ * Every (subject, category, limits, cost) this request is charged, in this
+ * order: the `request` unit on each subject, the route's charges (one entry
+ * per category and subject), the reserve of `responseCharge` (the last
+ * `subjects.length` entries).
  */
-export function chargesFor(subjects: readonly ChargedSubject[], route: RouteMatch | null, responseCharge: ResponseCharge | null = null, routeCharges = true): Charge[] {
+export function chargesFor(subjects: readonly ChargedSubject[], route: RouteMatch | null, responseCharge: ResponseCharge | null = null): Charge[] {
   const charges: Charge[] = [];
   addCharges(charges, subjects, REQUEST_CATEGORY, 1);
-  if (route !== null && routeCharges) for (const [category, cost] of route.charges) addCharges(charges, subjects, category, cost);
+  if (route !== null) for (const [category, cost] of route.charges) addCharges(charges, subjects, category, cost);
   if (responseCharge !== null) addCharges(charges, subjects, responseCharge.category, responseCharge.reserve);
   return charges;
 }
@@ -118,18 +120,19 @@ export function rateLimit(options: RateLimitOptions): Check {
       if (denied !== undefined) noteRefusal(x, rateLimitRejections, "rate_limit_sustained", auditedSubject(x.caller, denied.subject), denied.category, nowMs);
       const refused = x.refuse("rate_limited", rateLimitedResponse(decision, charges, version));
       if (refused !== null) return refused;
-    } else if (responseCharge !== null) {
-      // The reserve's charges are the last ones: kept to settle against the same limits once the origin has answered.
-      x.priced = { charge: responseCharge, tightest: decision.tightest, charges, reserveFrom };
+    }
+    if (responseCharge !== null) {
+      // The reserve's charges are the last ones: kept to settle against the same
+      // limits once the origin has answered. In shadow mode a denied request is
+      // forwarded with nothing charged to its limits; its priced cost still
+      // settles its budgets and metering (what is spent is counted).
+      x.priced = { charge: responseCharge, tightest: decision.tightest, charges, reserveFrom, limitsCharged: decision.allowed };
     }
     // Kept so that a later refusal of the same spend (a budget) can give it back: all or nothing.
     if (decision.allowed) x.charged = charges;
-    const pending = x.statusCharge;
-    if (pending !== null) {
-      // The deferred charges are listed among the request's policies; the tightest is the admission's until they are taken.
-      x.statusCharge = { ...pending, admitted: charges, tightest: decision.tightest };
-      x.rateHeaders = decision.allowed ? rateLimitHeaders(decision, [...charges, ...pending.deferred], version) : rateLimitHeaders(decision, charges, version);
-    } else x.rateHeaders = rateLimitHeaders(decision, charges, version);
+    // A charge_on_status route's charges went with the request only if it was admitted.
+    else x.statusCharge = null;
+    x.rateHeaders = rateLimitHeaders(decision, charges, version);
     return null;
   }
 
@@ -206,6 +209,8 @@ export function rateLimit(options: RateLimitOptions): Check {
   function concludeGlobal(x: Exchange, outcome: Exclude<GlobalOutcome, { kind: "short" }>, plan: GlobalPlan, reserveFrom: number, responseCharge: ResponseCharge | null, nowMs: number): CheckResult {
     if (outcome.kind === "unavailable") {
       x.ledgerError = true;
+      // Nothing was charged (in shadow mode the request goes on): nothing to give back.
+      x.statusCharge = null;
       return x.refuse(
         "limits_unavailable",
         problem("limits_unavailable", {
@@ -252,20 +257,13 @@ export function rateLimit(options: RateLimitOptions): Check {
     // `Upgrade` answers it as an HTTP request, and that answer is priced.
     const responseCharge = route === null ? null : (responseCharges[route.index] ?? null);
     const subjects = chargedSubjects(x.caller, defaults);
-    // charge_on_status: the route's charges must fit now (nothing is taken); they are taken once the origin's status matches.
-    const statuses = route === null || x.upgrade || route.charges.length === 0 ? null : route.chargeOnStatus;
-    if (statuses != null) {
-      const deferred: Charge[] = [];
-      for (const [category, cost] of route!.charges) addCharges(deferred, subjects, category, cost);
-      const peek = wouldAdmit(table, deferred, nowMs);
-      if (!peek.allowed) {
-        const refused = conclude(x, peek, deferred, deferred.length, null, nowMs);
-        if (refused !== null) return refused;
-      }
-      x.statusCharge = { statuses, deferred, admitted: [], tightest: null };
-    }
-    const charges = chargesFor(subjects, route, responseCharge, statuses == null);
+    const charges = chargesFor(subjects, route, responseCharge);
     const reserveFrom = charges.length - subjects.length;
+    // charge_on_status: the route's charges are taken now, all or nothing with
+    // the rest, so concurrent calls can never pass the limit; they go back
+    // once the origin's status is known not to match (the settlement's work).
+    const statuses: StatusSet | null = route === null || x.upgrade || route.charges.length === 0 ? null : route.chargeOnStatus;
+    x.statusCharge = statuses === null ? null : { statuses, charges, deferredFrom: subjects.length, deferredTo: subjects.length * (1 + route!.charges.length) };
     // A WebSocket open also prepays its first period of stream rent, in the same all-or-nothing admission.
     if (x.upgrade) addOpenRent(charges, subjects);
     const plan = planGlobal(leases, charges, nowMs);

@@ -26,6 +26,8 @@ export function settleResponseCharge(x: Exchange, result: CostResult, nowMs: num
   settleBudgetCost(x, charge.category, charge.reserve, result);
   const tenant = x.tenant;
   if (tenant !== null) x.runtime.meter.add(tenant.slug, `units:${charge.category}`, meteredUnits(charge.reserve, result), nowMs, usageMaxPending);
+  // A shadow-mode request its limits would have refused charged them nothing: only its budgets and metering settle.
+  if (!priced.limitsCharged) return null;
   const settlement = settlementFor(charge.reserve, result);
   if (settlement.kind === "none") return null;
   const table = x.runtime.limiter;

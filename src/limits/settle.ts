@@ -142,6 +142,13 @@ class Settlement {
       const delta = quotaResult?.deltaBytes ?? 0;
       if (delta !== 0) x.runtime.meter.add(quotaResult!.tenant, "bytes_stored", delta, x.runtime.now(), options.usageMaxPending);
     }
+    if (x.statusCharge !== null) {
+      // charge_on_status: given back now if the status does not match, before
+      // the answer is built (its headers say so) and before a priced
+      // settlement of the same request (which takes it into account).
+      const settled = settleStatusCharge(x, origin.status, x.runtime.now());
+      if (settled !== null) x.rateHeaders = settled;
+    }
     // A response-priced route: the cost from a header settles now (that
     // answer's RateLimit headers include it); from the body, once it has been
     // read to its end — also when the client has gone (the origin's bytes
@@ -165,11 +172,6 @@ class Settlement {
         const settled = settle(priced.known);
         if (settled !== null) x.rateHeaders = settled;
       } else costSettled = priced.cost.then((result) => void settle(result));
-    }
-    if (x.statusCharge !== null) {
-      // charge_on_status: taken now that the status is known, before the answer is built (its headers include it).
-      const settled = settleStatusCharge(x, origin.status, x.runtime.now());
-      if (settled !== null) x.rateHeaders = settled;
     }
     this.#body = body;
     // Otherwise the origin's body is piped through a native stream whose end

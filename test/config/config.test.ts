@@ -24,6 +24,7 @@ describe("config", () => {
       expect(c.stripCredential).toBe(false);
       expect(c.forwardMethodOverride).toBe(false);
       expect(c.allowPathParameters).toBe(false);
+      expect(c.budgetExhaustedCacheMs).toBe(5_000);
       expect(c.maxRequestBytes).toBe(0);
       expect(c.cacheTtlMs).toBe(DEFAULT_CACHE_TTL_S * 1000);
       expect(c.staleIfErrorMs).toBe(300_000);
@@ -87,6 +88,9 @@ describe("config", () => {
     [{ strip_credential: "yes" }, "strip_credential"],
     [{ forward_method_override: "true" }, "forward_method_override"],
     [{ allow_path_parameters: 1 }, "allow_path_parameters"],
+    [{ budgets: { exhausted_cache_s: -1 } }, "budgets.exhausted_cache_s"],
+    [{ budgets: { exhausted_cache_s: 7200 } }, "budgets.exhausted_cache_s"],
+    [{ budgets: { lease: 1 } }, "budgets.lease"],
     [{ max_request_bytes: -1 }, "max_request_bytes"],
     [{ max_request_bytes: 1.5 }, "max_request_bytes"],
     [{ cache_ttl_s: 0 }, "cache_ttl_s"],

@@ -128,8 +128,12 @@ describe("response-priced costs", () => {
     const refused = await gateway.call(chat(key, 5), { settle: true });
     expect(refused.status).toBe(429);
     expect(await problemOf(refused)).toMatchObject({ code: "budget_exhausted", category: "tokens", budget: { used: 280, amount: 300 } });
-    // A debt is the only way past the amount.
+    // A debt is the only way past the amount. The new amount reaches this
+    // gateway (another isolate than the admin call's) once its memory of the
+    // refusal ends: budgets.exhausted_cache_s, 5 s.
     await setBudget(`/keys/${id}`, "tokens", { amount: 400, period: "month" });
+    expect((await gateway.call(chat(key, 5), { settle: true })).status).toBe(429);
+    gateway.clock.nowMs += 5_000;
     expect((await gateway.call(chat(key, 500), { settle: true })).status).toBe(200);
     expect(await budgetOf(`/keys/${id}`, "tokens")).toMatchObject({ used: 780, remaining: 0 });
   });
@@ -193,8 +197,13 @@ describe("failure and all or nothing", () => {
     expect(Number(res.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
     expect(await originLog(tag)).toHaveLength(0);
     expect(await budgetOf(`/tenants/${tenant}`, "request")).toMatchObject({ used: 0 });
-    // The key's 1 per minute was given back: the same runtime (its limiter table), with the object healthy again, admits it.
-    const again = await gateway.runtime.gateway(get(key), { ...env, TOLLGATE: tight } as never, null);
+    // The failed object is left alone for a second (503 without a call), then asked again.
+    const healthy = { ...env, TOLLGATE: tight } as never;
+    const meanwhile = await gateway.runtime.gateway(get(key), healthy, null);
+    expect((await problemOf(meanwhile)).code).toBe("budget_unavailable");
+    gateway.clock.nowMs += 1_000;
+    // The key's 1 per minute was given back both times: the same runtime (its limiter table), with the object healthy again, admits it.
+    const again = await gateway.runtime.gateway(get(key), healthy, null);
     expect(again.status).toBe(200);
   });
 
@@ -208,7 +217,10 @@ describe("failure and all or nothing", () => {
     expect((await gateway.call(get(key), { settle: true })).status).toBe(429);
     await setBudget(`/tenants/${tenant}`, "request", { amount: 5, period: "month" });
     gateway.runtime.keys.clearAll();
-    // 2 per minute: the refused request charged nothing, so one more fits, and the one after does not.
+    // The refusal is remembered for 5 s (budgets.exhausted_cache_s), and charges nothing either.
+    expect((await gateway.call(get(key), { settle: true })).status).toBe(429);
+    gateway.clock.nowMs += 5_000;
+    // 2 per minute: the refused requests charged nothing, so one more fits (5 s of 30 earned back is not a unit), and the one after does not.
     expect((await gateway.call(get(key), { settle: true })).status).toBe(200);
     const limited = await gateway.call(get(key), { settle: true });
     expect((await problemOf(limited)).code).toBe("rate_limited");

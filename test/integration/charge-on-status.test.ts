@@ -1,5 +1,7 @@
-// charge_on_status: a route's charges taken only when the origin's status
-// matches (failed logins), a caller with no room refused before the call.
+// charge_on_status: a route's charges taken with the request and given back
+// when the origin's status does not match (failed logins cost, successes do
+// not), so a caller with no room is refused before the call and concurrent
+// calls never pass the limit.
 import { describe, expect, it } from "vitest";
 import { clockedGateway, gatewayRequest, originLog, problemOf, unique, uniqueIp } from "../helpers";
 
@@ -50,23 +52,37 @@ describe("charge_on_status", () => {
     expect((await problemOf(refused)).retry_after_ms).toBe(300_000);
   });
 
-  it("lets concurrent calls pass the limit by at most the number in flight, each charged once when it answers", async () => {
-    const gateway = clockedGateway(CONFIG);
+  it("lets 60 concurrent failed logins against 2 per 900 s reach the origin at most twice", async () => {
+    const gateway = clockedGateway({
+      categories: { login_failure: { limits: { ip: [{ count: 2, window_s: 900 }] } } },
+      routes: [{ method: "POST", path: "/login", charges: { login_failure: 1 }, charge_on_status: ["4xx"] }],
+    });
     const ip = uniqueIp();
     const tag = unique("burst");
-    // Two failures charged: room for one more.
-    for (let i = 0; i < 2; i++) expect((await gateway.call(login(ip, tag, 401), { settle: true })).status).toBe(401);
-    // Eight slow failures at once: each finds that room before any of them is charged, so all eight reach the origin.
     const slow = () => gatewayRequest("/login", { method: "POST", ip, body: "user=a", headers: { "x-origin-status": "401", "x-origin-delay-ms": "100", "x-test-tag": tag } });
-    const answers = await Promise.all(Array.from({ length: 8 }, () => gateway.call(slow(), { settle: true })));
-    expect(answers.map((a) => a.status)).toEqual(Array(8).fill(401));
-    expect(await originLog(tag)).toHaveLength(10);
-    // Ten units charged at one instant, 7 past the limit of 3 (fewer than the 8 in flight): the next fits once
-    // 8 of them are earned back, one every 300 s: 2,400 s.
+    // All sixty arrive before any has answered: the charge is taken before forwarding, so only two find room.
+    const answers = await Promise.all(Array.from({ length: 60 }, () => gateway.call(slow(), { settle: true })));
+    expect(answers.filter((a) => a.status === 401)).toHaveLength(2);
+    expect(answers.filter((a) => a.status === 429)).toHaveLength(58);
+    expect(await originLog(tag)).toHaveLength(2);
+    // Two units charged at one instant: the next fits once one is earned back, 450 s.
+    const refused = await gateway.call(login(ip, tag, 401));
+    expect((await problemOf(refused)).retry_after_ms).toBe(450_000);
+  });
+
+  it("gives the charge of a call that succeeds back exactly, so successes in flight never refuse a failure", async () => {
+    const gateway = clockedGateway(CONFIG);
+    const ip = uniqueIp();
+    const tag = unique("giveback");
+    // Three slow successes hold the three units while in flight; once they answer 200, the units are back.
+    const slowOk = () => gatewayRequest("/login", { method: "POST", ip, body: "user=a", headers: { "x-origin-status": "200", "x-origin-delay-ms": "50", "x-test-tag": tag } });
+    const oks = await Promise.all(Array.from({ length: 3 }, () => gateway.call(slowOk(), { settle: true })));
+    expect(oks.map((a) => a.status)).toEqual([200, 200, 200]);
+    // Nothing is left charged: three failures fit, and the fourth is refused with the delay of exactly three units.
+    for (let i = 0; i < 3; i++) expect((await gateway.call(login(ip, tag, 401), { settle: true })).status).toBe(401);
     const refused = await gateway.call(login(ip, tag, 401));
     expect(refused.status).toBe(429);
-    expect((await problemOf(refused)).retry_after_ms).toBe(2_400_000);
-    expect(await originLog(tag)).toHaveLength(10);
+    expect((await problemOf(refused)).retry_after_ms).toBe(300_000);
   });
 
   it("charges a status named by code as well as by class, and a 3xx not at all", async () => {
