@@ -11,6 +11,7 @@ import { compileLimits, type Limit, limitError, type LimitScope } from "./engine
 import type { CategoryDefaults, SubjectKind } from "./engine/resolve-limits";
 import { compileRoutes, ORIGIN_NAME, type RouteMatcher, routeSpecError } from "./engine/routes";
 import { HEADER_VERSIONS, type HeaderVersion } from "./engine/rate-limit-headers";
+import { hostReach } from "./engine/public-address";
 import { parseStatusSet } from "./engine/status-match";
 import { type JwtConfig, jwtConfigSchema } from "./identity/jwt-config";
 import { parseResponseCharge, type ResponseCharge } from "./proxy/response-cost-spec";
@@ -100,18 +101,28 @@ export const DEFAULT_ALERT_RETRY_BASE_S = 30;
 export const DEFAULT_ALERT_MAX_PER_TYPE_PER_MINUTE = 20;
 export const MAX_ALERT_MAX_PER_TYPE_PER_MINUTE = 10_000;
 
-/** Null when `value` may receive alerts: https, or http to a loopback host (development); never credentials or a fragment. */
+const WEBHOOK_URL_RULE = "must be an https:// URL (http:// only to a loopback address, for development), without credentials or a fragment";
+const WEBHOOK_HOST_RULE =
+  "must not name a private, link-local, metadata or other non-public address or internal host name (169.254.0.0/16, 10.0.0.0/8, fc00::/7, metadata.google.internal, …); loopback is allowed, for development";
+
+/**
+ * Null when `value` may receive alerts: https to a public host, or http or
+ * https to a loopback host (development); never credentials or a fragment,
+ * and never a private, link-local or metadata address, which would point the
+ * gateway's signed POSTs at an internal service. Else the rule it breaks.
+ */
 export function webhookUrlError(value: string): string | null {
   let url: URL;
   try {
     url = new URL(value);
   } catch {
-    return "not a URL";
+    return WEBHOOK_URL_RULE;
   }
-  if (url.username !== "" || url.password !== "" || url.hash !== "") return "credentials or fragment";
-  if (url.protocol === "https:") return null;
-  const loopback = url.hostname === "localhost" || url.hostname === "[::1]" || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(url.hostname);
-  return url.protocol === "http:" && loopback ? null : "scheme";
+  if (url.username !== "" || url.password !== "" || url.hash !== "") return WEBHOOK_URL_RULE;
+  const reach = hostReach(url.hostname);
+  if (url.protocol === "http:") return reach === "loopback" ? null : WEBHOOK_URL_RULE;
+  if (url.protocol !== "https:") return WEBHOOK_URL_RULE;
+  return reach === "not_public" ? WEBHOOK_HOST_RULE : null;
 }
 
 const SUBJECT_KINDS = ["key", "jwt", "tenant", "ip", "anonymous", "admin"] as const satisfies readonly SubjectKind[];
@@ -260,7 +271,10 @@ export const configSchema = z.strictObject({
       webhook_url: z
         .string()
         .max(2048, "must be at most 2048 characters")
-        .refine((value) => webhookUrlError(value) === null, { message: "must be an https:// URL (http:// only to a loopback address, for development), without credentials or a fragment" })
+        .superRefine((value, ctx) => {
+          const rule = webhookUrlError(value);
+          if (rule !== null) ctx.addIssue({ code: "custom", message: rule });
+        })
         .optional(),
       retry_base_s: z.number().int("must be a whole number of seconds").min(1, "must be >= 1").max(3600, "must be <= 3600").default(DEFAULT_ALERT_RETRY_BASE_S),
       max_per_type_per_minute: boundedInt(MAX_ALERT_MAX_PER_TYPE_PER_MINUTE).default(DEFAULT_ALERT_MAX_PER_TYPE_PER_MINUTE),

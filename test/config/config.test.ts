@@ -136,6 +136,40 @@ describe("config", () => {
     }
   });
 
+  it.each([
+    "https://169.254.169.254/latest/meta-data",
+    "https://10.0.0.1/hook",
+    "https://172.16.5.4/hook",
+    "https://192.168.1.1/hook",
+    "https://100.100.100.200/hook",
+    "https://0.0.0.0/hook",
+    "https://[fd00::1]/hook",
+    "https://[fd00:ec2::254]/hook",
+    "https://[fe80::1]/hook",
+    "https://[::ffff:169.254.169.254]/hook",
+    "https://[::ffff:a00:1]/hook",
+    "https://[64:ff9b::a00:1]/hook",
+    "https://[2002:a00:1::]/hook",
+    "https://[::]/hook",
+    "https://0xa9fea9fe/hook",
+    "https://2852039166/hook",
+    "https://metadata.google.internal/computeMetadata/v1/",
+    "https://METADATA.GOOGLE.INTERNAL./x",
+    "https://metadata/x",
+    "https://db.corp.internal/x",
+    "https://printer.local/x",
+  ])("refuses the non-public webhook %s naming alerts.webhook_url", (url) => {
+    const result = parseConfig({ alerts: { webhook_url: url } });
+    expect(result).toMatchObject({ ok: false, field: "alerts.webhook_url", message: expect.stringMatching(/non-public/) });
+  });
+
+  it.each(["https://hooks.example.com/tollgate", "https://93.184.215.14/hook", "https://[2606:4700::1111]/hook", "http://127.0.0.1:8787/hook", "https://127.0.0.2/hook", "http://localhost:9/hook", "https://[::1]/hook", "http://[::1]:8080/hook"])(
+    "accepts the public or loopback webhook %s",
+    (url) => {
+      expect(ok({ alerts: { webhook_url: url } }).alertWebhookUrl).toBe(url);
+    },
+  );
+
   it("refuses a JSON string that does not parse, or is not an object", () => {
     expect(parseConfig("{mode:")).toEqual({ ok: false, field: "TOLLGATE", message: "is not valid JSON" });
     expect(parseConfig("[1]")).toEqual({ ok: false, field: "TOLLGATE", message: "must be a JSON object" });

@@ -267,6 +267,9 @@ describe("raising alerts", () => {
     ["http://hooks.example/x"],
     ["https://user:pw@hooks.example/x"],
     ["https://hooks.example/x#frag"],
+    ["https://169.254.169.254/latest/meta-data"],
+    ["https://10.0.0.1/hook"],
+    ["https://[fd00::1]/hook"],
   ])("refuses %s as alerts.webhook_url", async (url) => {
     const res = await callGateway(gatewayRequest("/x", { ip: uniqueIp() }), { TOLLGATE: testConfig({ alerts: { webhook_url: url } }) });
     expect(res.status).toBe(500);
