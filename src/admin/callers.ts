@@ -125,6 +125,15 @@ async function blockOf(c: Ctx, caller: Described, nowMs: number) {
   return row === null ? null : presentBlock(row, nowMs);
 }
 
+/**
+ * The routes whose charges are taken only when the origin's status matches
+ * (`charge_on_status`): they apply to every caller, so explain names them
+ * beside the limits of the categories they charge.
+ */
+function statusChargesOf(config: Config) {
+  return config.routes.statusCharged.map((route) => ({ route: config.routePatterns[route.index] ?? null, charges: Object.fromEntries(route.charges), charge_on_status: route.statuses }));
+}
+
 const CALLER_ROUTE = "/callers/:caller_key{.+}";
 /** The caller key of the aggregate all anonymous addresses share (`DELETE /callers/anonymous/state`). */
 const ANONYMOUS = "anonymous";
@@ -176,6 +185,7 @@ export function registerCallerRoutes(app: Hono<AdminEnv>): void {
       override: overrideRow === null ? null : presentOverride(overrideRow, nowMs),
       block: await blockOf(c, caller, nowMs),
       budgets: await callerBudgets(c.env, database(c.env.DB), caller.callerKey, caller.tenant),
+      status_charges: statusChargesOf(c.get("config")),
     });
   });
 }

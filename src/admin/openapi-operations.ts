@@ -61,7 +61,7 @@ export function operationPaths(): Json {
     "/callers/{caller_key}": {
       parameters: [explainCallerParam],
       get: op(
-        "Explain a caller: every (category, subject, limit) that applies, its source, its scope and its standing (remaining, reset_ms: this isolate's, or the ledger's for a global limit, null with `ledger_error` when the ledger cannot be read), the override and the block that apply; charges nothing",
+        "Explain a caller: every (category, subject, limit) that applies, its source, its scope and its standing (remaining, reset_ms: this isolate's, or the ledger's for a global limit, null with `ledger_error` when the ledger cannot be read; a limit that holds requests rather than refusing them says `delay_max_ms`), the override and the block that apply, the budgets, and `status_charges`: the routes whose charges are taken only when the origin's status matches (`charge_on_status`); charges nothing",
         { "200": { description: "the explanation" }, "400": problemResponse("invalid_request: `caller_key`"), "404": problemResponse("not_found: no such key or tenant"), ...COMMON_ERRORS },
       ),
     },

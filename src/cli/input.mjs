@@ -78,6 +78,15 @@ export function expiresAt(options, nowMs) {
 
 const LIMIT_EXAMPLE = '{"count":100,"window_s":60}';
 
+/** Every field a limit takes, for the help texts; and where charge_on_status lives, since operators look for it here. */
+const LIMIT_FIELDS = `A limit is {"count", "window_s", "burst"?, "scope"?: "isolate"|"global", "delay_max_ms"?}; at most 3 per list.
+  burst         the largest burst (default: count)
+  scope         "isolate" (each isolate on its own) or "global" (across all); default: the config's
+  delay_max_ms  0 to 10000: hold a request whose wait is at most this long and forward it
+                when the limit allows (Tollgate-Delayed-Ms), instead of answering 429; default 0
+Charging only on the origin's status (charge_on_status, e.g. ["4xx"] for failed logins) is a
+route's field in the TOLLGATE config, not a limit's: see docs/design.md and \`tollgate explain\`.`;
+
 /**
  * The two shapes `--limits` takes, for the help texts: a tenant's limits
  * name whom each list applies to; a key's and an override's are lists.
@@ -86,11 +95,11 @@ export const LIMITS_HELP = {
   tenant: `--limits shape (a tenant's): category → whom it applies to → a list of limits, where
 whom is "key" (each of its keys), "jwt" (each JWT caller) or "tenant" (the tenant as a whole):
   '{"request":{"key":[${LIMIT_EXAMPLE}],"tenant":[{"count":1000,"window_s":60,"burst":2000}]}}'
-A limit is {"count", "window_s", "burst"?, "scope"?: "isolate"|"global"}; at most 3 per list.
+${LIMIT_FIELDS}
 (A key's or an override's --limits is a plain list per category: '{"request":[${LIMIT_EXAMPLE}]}'.)`,
   key: `--limits shape (a key's or an override's): category → a list of limits:
   '{"request":[${LIMIT_EXAMPLE}],"upload":[{"count":10,"window_s":3600}]}'
-A limit is {"count", "window_s", "burst"?, "scope"?: "isolate"|"global"}; at most 3 per list.
+${LIMIT_FIELDS}
 (A tenant's --limits names whom each list applies to: '{"request":{"key":[${LIMIT_EXAMPLE}]}}'.)`,
 };
 

@@ -61,7 +61,8 @@ export interface ExplainedLimit {
   readonly subject: SubjectKind;
   readonly source: LimitSource;
   readonly scope: LimitScope;
-  readonly limit: { readonly count: number; readonly window_s: number; readonly burst?: number };
+  /** `delay_max_ms` only when the limit holds requests rather than refusing them. */
+  readonly limit: { readonly count: number; readonly window_s: number; readonly burst?: number; readonly delay_max_ms?: number };
   /** This isolate's standing, or the ledger's for a global limit; null when the ledger could not be read (then `ledger_error` is true). */
   readonly remaining: number | null;
   readonly reset_ms: number | null;
@@ -69,7 +70,8 @@ export interface ExplainedLimit {
 }
 
 function specOf(limit: Limit): ExplainedLimit["limit"] {
-  return limit.burst === limit.count ? { count: limit.count, window_s: limit.windowS } : { count: limit.count, window_s: limit.windowS, burst: limit.burst };
+  const spec = limit.burst === limit.count ? { count: limit.count, window_s: limit.windowS } : { count: limit.count, window_s: limit.windowS, burst: limit.burst };
+  return limit.delayMaxMs > 0 ? { ...spec, delay_max_ms: limit.delayMaxMs } : spec;
 }
 
 /** The global limits among `limits`, by (subject, category). */

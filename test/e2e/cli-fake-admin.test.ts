@@ -271,6 +271,22 @@ describe("explain (GET /callers/{caller_key})", () => {
     expect(result.stdout).toMatch(/^request\s+key\s+tenant\s+isolate\s+7\/60s\s+5\s+17143$/m);
     expect(result.stdout).toMatch(/^upload\s+tenant\s+builtin\s+global\s+10\/1s burst 20\s+20\s+0$/m);
     expect(jsonOut(await cli("explain", "key:k7m2q9x4a1bc", "--json"))).toEqual(EXPLAINED);
+    expect(result.stdout).not.toContain("charge_on_status");
+  });
+
+  it("shows a limit's delay_max_ms and the routes charged only on the origin's status", async () => {
+    const held = {
+      ...EXPLAINED,
+      limits: [{ category: "request", subject: "key", source: "tenant", scope: "isolate", limit: { count: 5, window_s: 1, delay_max_ms: 750 }, remaining: 5, reset_ms: 0 }],
+      status_charges: [{ route: "POST /login", charges: { login_failure: 1 }, charge_on_status: ["4xx", 500] }],
+    };
+    route = () => ({ body: held });
+    const result = await cli("explain", "key:k7m2q9x4a1bc");
+    expect(result.code, result.stderr).toBe(0);
+    expect(result.stdout).toMatch(/^request\s+key\s+tenant\s+isolate\s+5\/1s holds 750ms\s+5\s+0$/m);
+    expect(result.stdout).toContain("Charged only when the origin's status matches (charge_on_status):\n");
+    expect(result.stdout).toMatch(/^ROUTE\s+CHARGES\s+ON STATUS$/m);
+    expect(result.stdout).toMatch(/^POST \/login\s+login_failure 1\s+4xx, 500$/m);
   });
 
   it("keeps an IPv6 /64 caller as one path segment with its slash", async () => {

@@ -89,6 +89,10 @@ describe("tollgate --help", () => {
       const { stdout } = await runCliInProcess([...path, "--help"]);
       expect(stdout, path.join(" ")).toContain(`'{"request":{"key":[{"count":100,"window_s":60}]`);
       expect(stdout, path.join(" ")).toContain(`'{"request":[{"count":100,"window_s":60}]`);
+      // Every field a limit takes, and where charge_on_status lives (a route's, not a limit's).
+      expect(stdout, path.join(" ")).toContain(`A limit is {"count", "window_s", "burst"?, "scope"?: "isolate"|"global", "delay_max_ms"?}`);
+      expect(stdout, path.join(" ")).toMatch(/^ {2}delay_max_ms {2}0 to 10000: hold a request/m);
+      expect(stdout, path.join(" ")).toMatch(/charge_on_status, e\.g\. \["4xx"\] for failed logins\) is a\nroute's field in the TOLLGATE config, not a limit's/);
     }
   });
 

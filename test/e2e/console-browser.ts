@@ -59,9 +59,9 @@ export interface ConsoleTab {
   close(): Promise<void>;
 }
 
-/** A fresh context and page on the console's sign-in screen. */
-export async function openConsole(browser: Browser, viewport: { width: number; height: number } = DESKTOP): Promise<ConsoleTab> {
-  const context = await browser.newContext({ viewport, baseURL: gateway().gatewayUrl });
+/** A fresh context and page on the console's sign-in screen; `gatewayUrl` for a gateway a file started itself. */
+export async function openConsole(browser: Browser, viewport: { width: number; height: number } = DESKTOP, gatewayUrl = gateway().gatewayUrl): Promise<ConsoleTab> {
+  const context = await browser.newContext({ viewport, baseURL: gatewayUrl });
   const page = await context.newPage();
   page.setDefaultTimeout(15_000);
   const requests: string[] = [];
@@ -101,8 +101,7 @@ export async function screenshot(page: Page, name: string, options: { fullPage?:
 }
 
 /** Every request stayed on the gateway's console and admin paths: nothing third-party, nothing through the data plane. */
-export function foreignRequests(requests: readonly string[]): string[] {
-  const base = gateway().gatewayUrl;
+export function foreignRequests(requests: readonly string[], base = gateway().gatewayUrl): string[] {
   return requests.filter((url) => !url.startsWith(`${base}${CONSOLE_PATH}`) && !url.startsWith(`${base}/_tollgate/admin/v1/`));
 }
 

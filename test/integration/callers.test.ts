@@ -29,6 +29,26 @@ function entry(explained: Explained, category: string, subject: string) {
 }
 
 describe("explain", () => {
+  it("shows a limit's delay_max_ms and the routes whose charges wait for the origin's status (issue 40 item 12)", async () => {
+    const config = testConfig({
+      routes: [
+        { method: "POST", path: "/login", charges: { login_failure: 1 }, charge_on_status: ["4xx", 500] },
+        { method: "POST", path: "/search", charges: { search: 2 } },
+      ],
+      categories: { admin: { limits: { admin: [{ count: 100_000, window_s: 1 }] } }, login_failure: { limits: { ip: [{ count: 5, window_s: 900 }] } } },
+    });
+    const tenant = unique("explain-held");
+    await createTenant(config, tenant, { limits: { request: { key: [{ count: 10, window_s: 1, delay_max_ms: 750 }] } } });
+    const { id } = await mintKey(config, tenant);
+    const answer = await jsonOf<Explained & { status_charges: unknown }>(await adminCall("GET", `/callers/key:${id}`, config), 200);
+    expect(answer.limits.find((l) => l.category === "request" && l.subject === "key")?.limit).toEqual({ count: 10, window_s: 1, delay_max_ms: 750 });
+    // A limit that never holds says nothing of it.
+    expect(answer.limits.find((l) => l.category === "request" && l.subject === "tenant")?.limit).not.toHaveProperty("delay_max_ms");
+    expect(answer.status_charges).toEqual([{ route: "POST /login", charges: { login_failure: 1 }, charge_on_status: ["4xx", 500] }]);
+    // No route says charge_on_status: an empty list.
+    expect((await jsonOf<{ status_charges: unknown }>(await adminCall("GET", `/callers/key:${id}`, CONFIG), 200)).status_charges).toEqual([]);
+  });
+
   it("names every limit of a key with its source — key, tenant, category, builtin — and its standing after spends", async () => {
     const tenant = unique("explain");
     await createTenant(CONFIG, tenant, { limits: { request: { tenant: per60(50) }, upload: { key: per60(7) } } });

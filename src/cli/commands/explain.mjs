@@ -11,11 +11,17 @@ import { session } from "../session.mjs";
 
 /** @typedef {import("commander").Command} Command */
 
-/** `7/60s`, `100/1s burst 200`: a Limit as people read it. */
+/** `7/60s`, `100/1s burst 200`, `5/1s holds 750ms`: a Limit as people read it. */
 export function limitText(/** @type {unknown} */ limit) {
   if (typeof limit !== "object" || limit === null) return "-";
-  const { count, window_s: windowS, burst } = /** @type {{ count?: unknown, window_s?: unknown, burst?: unknown }} */ (limit);
-  return `${String(count)}/${String(windowS)}s${burst === undefined ? "" : ` burst ${String(burst)}`}`;
+  const { count, window_s: windowS, burst, delay_max_ms: delayMaxMs } = /** @type {{ count?: unknown, window_s?: unknown, burst?: unknown, delay_max_ms?: unknown }} */ (limit);
+  return `${String(count)}/${String(windowS)}s${burst === undefined ? "" : ` burst ${String(burst)}`}${delayMaxMs === undefined ? "" : ` holds ${String(delayMaxMs)}ms`}`;
+}
+
+/** `login_failure 1, upload 2`: a route's charges on one line. */
+function chargesText(/** @type {unknown} */ charges) {
+  if (typeof charges !== "object" || charges === null) return "-";
+  return Object.entries(charges).map(([category, cost]) => `${category} ${cell(cost)}`).join(", ");
 }
 
 /**
@@ -70,6 +76,21 @@ export function registerCallerCommands(program, runtime) {
         records(body.limits),
         "No limits apply.",
       );
+      // Routes charged only on some origin statuses (charge_on_status), when the config has any: they apply to every caller.
+      const statusCharges = records(body.status_charges);
+      if (statusCharges.length > 0) {
+        output.out("\nCharged only when the origin's status matches (charge_on_status):\n");
+        printTable(
+          output,
+          [
+            ["route", (r) => r.route],
+            ["charges", (r) => chargesText(r.charges)],
+            ["on status", (r) => (Array.isArray(r.charge_on_status) ? r.charge_on_status.join(", ") : cell(r.charge_on_status))],
+          ],
+          statusCharges,
+          "",
+        );
+      }
       // Budgets (docs/budgets.md) only when some apply: the key's, its tenant's, its org's.
       const budgets = records(body.budgets);
       if (budgets.length > 0) {

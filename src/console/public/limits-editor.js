@@ -1,22 +1,24 @@
 // @ts-check
 // Editing limits as rows — category, (for a tenant) whom it applies to, count,
-// window, burst, scope — instead of raw JSON. A row keeps every field the
+// window, burst, scope, how long a request may be held — instead of raw JSON. A row keeps every field the
 // API holds, those the editor has no control for included (a field added to
 // limits later), so saving an unchanged form changes nothing. Reading the rows builds the API's
 // shape (TenantLimits or KeyLimits) and names each input with the dotted path
 // the API would use for it (`limits.request.key.0.count`), so a 400 lands next
 // to the right input.
-import { el } from "./dom.js";
+import { el, formatCount } from "./dom.js";
 import { field, input, numberInput, numberOf } from "./forms.js";
 
-/** @typedef {{ count?: number, window_s?: number, burst?: number, scope?: string } & Record<string, unknown>} Limit */
+/** @typedef {{ count?: number, window_s?: number, burst?: number, scope?: string, delay_max_ms?: number } & Record<string, unknown>} Limit */
 /** @typedef {{ category: string, subject: string | null, limit: Limit }} Row */
 
 const SUBJECT_LABELS = /** @type {Record<string, string>} */ ({ key: "each key", jwt: "each JWT caller", tenant: "the tenant as a whole" });
 /** "" sends no scope: the config's limiter.default_scope applies. */
 const SCOPE_LABELS = /** @type {Record<string, string>} */ ({ "": "config default", isolate: "per isolate", global: "global (all isolates)" });
 /** The fields the editor has a control for; any other field of a stored limit is carried through as it is. */
-const EDITED_FIELDS = new Set(["count", "window_s", "burst", "scope"]);
+const EDITED_FIELDS = new Set(["count", "window_s", "burst", "scope", "delay_max_ms"]);
+/** The number fields of a row, in the order they show. */
+const NUMBER_FIELDS = /** @type {const} */ (["count", "window_s", "burst", "delay_max_ms"]);
 
 /**
  * `<option>`s for `labels`, plus the stored value when it is none of them (kept, not lost).
@@ -62,8 +64,16 @@ export function describeLimits(limits, tenantShape) {
   const rows = rowsOf(limits, tenantShape);
   if (rows.length === 0) return "defaults";
   return rows
-    .map(({ category, subject, limit }) => `${category}${subject === null ? "" : ` (${subject})`}: ${limit.count ?? "?"} per ${limit.window_s ?? "?"} s${limit.burst === undefined ? "" : `, burst ${limit.burst}`}${limit.scope === undefined ? "" : `, ${limit.scope}`}`)
+    .map(({ category, subject, limit }) => `${category}${subject === null ? "" : ` (${subject})`}: ${limit.count ?? "?"} per ${limit.window_s ?? "?"} s${limit.burst === undefined ? "" : `, burst ${limit.burst}`}${limit.scope === undefined ? "" : `, ${limit.scope}`}${heldText(limit.delay_max_ms)}`)
     .join("; ");
+}
+
+/**
+ * `, holds up to 750 ms` for a limit that holds requests rather than refusing them; "" otherwise.
+ * @param {unknown} delayMaxMs
+ */
+export function heldText(delayMaxMs) {
+  return typeof delayMaxMs === "number" && delayMaxMs > 0 ? `, holds up to ${formatCount(delayMaxMs)} ms` : "";
 }
 
 /**
@@ -79,6 +89,8 @@ export function limitsEditor(settings) {
     { class: "limits" },
     el("legend", {}, settings.legend ?? "Rate limits"),
     el("p", { class: "hint" }, settings.tenantShape ? "Per category: for each key, each JWT caller, or the tenant as a whole. No rows: the configured defaults." : "Per category, at most 3 each; all must fit."),
+    el("p", { class: "hint" }, "Hold up to: a request over the limit whose wait is at most this many ms (up to 10,000) is held and forwarded when the limit allows, instead of refused 429. Empty: refuse."),
+    el("p", { class: "hint" }, "Charging a category only when the origin answers certain statuses (charge_on_status, say 4xx for failed logins) is a route's setting in the config, not a limit's: Explain lists the routes that do."),
     list,
     addButton,
   );
@@ -95,16 +107,18 @@ export function limitsEditor(settings) {
     const count = numberInput("count", { value: row?.limit.count ?? "" });
     const windowS = numberInput("window_s", { value: row?.limit.window_s ?? "" });
     const burst = numberInput("burst", { value: row?.limit.burst ?? "", placeholder: "= count" });
+    const delay = numberInput("delay_max_ms", { value: row?.limit.delay_max_ms ?? "", placeholder: "refuse", min: 0, max: 10000 });
     const scope = el("select", { name: "scope" }, options(SCOPE_LABELS, typeof row?.limit.scope === "string" ? row.limit.scope : ""));
     const item = el(
       "div",
-      { class: "limit-row" },
+      { class: settings.tenantShape ? "limit-row by-subject" : "limit-row" },
       field("Category", category),
       subject === null ? null : el("div", { class: "field-wide" }, field("Applies to", subject)),
       field("Count", count),
       field("Window (s)", windowS),
       field("Burst", burst),
       el("div", { class: "field-wide" }, field("Scope", scope)),
+      field("Hold up to (ms)", delay),
     );
     /** The stored limit's other fields, written back unchanged. */
     const extra = Object.fromEntries(Object.entries(row?.limit ?? {}).filter(([name]) => !EDITED_FIELDS.has(name)));
@@ -135,7 +149,7 @@ export function limitsEditor(settings) {
         const path = `limits.${category}${subject === null ? "" : `.${subject}`}.${entries.length}`;
         /** @type {Limit} */
         const limit = { ...(extras.get(item) ?? {}) };
-        for (const name of /** @type {const} */ (["count", "window_s", "burst"])) {
+        for (const name of NUMBER_FIELDS) {
           const control = get(name);
           control.dataset.field = `${path}.${name}`;
           const value = numberOf(control);

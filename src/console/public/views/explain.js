@@ -6,13 +6,14 @@
 import { seg } from "../api.js";
 import { el, formatCount, table, time } from "../dom.js";
 import { confirmedButton, field, input } from "../forms.js";
-import { describeLimits } from "../limits-editor.js";
+import { describeLimits, heldText } from "../limits-editor.js";
 import { activeBadge, link, page, refused, searchForm, section, valueOf } from "../view.js";
 
 /**
  * @typedef {{ category: string, subject: string, source: string, scope: string,
- *   limit: { count: number, window_s: number, burst?: number }, remaining: number, reset_ms: number }} Applied
+ *   limit: { count: number, window_s: number, burst?: number, delay_max_ms?: number }, remaining: number, reset_ms: number }} Applied
  */
+/** @typedef {{ route: string | null, charges: Record<string, number>, charge_on_status: Array<number | string> }} StatusCharge */
 
 /** Why a limit applies, by its `source`, most specific first. */
 const SOURCES = /** @type {Record<string, string>} */ ({
@@ -33,8 +34,21 @@ function duration(ms) {
 
 /** @param {Applied} applied */
 function limitText(applied) {
-  const { count, window_s: windowS, burst } = applied.limit;
-  return `${formatCount(count)} per ${windowS} s${burst === undefined ? "" : `, burst ${formatCount(burst)}`}`;
+  const { count, window_s: windowS, burst, delay_max_ms: delayMaxMs } = applied.limit;
+  return `${formatCount(count)} per ${windowS} s${burst === undefined ? "" : `, burst ${formatCount(burst)}`}${heldText(delayMaxMs)}`;
+}
+
+/**
+ * The routes whose charges wait for the origin's status: they apply to every caller.
+ * @param {ReadonlyArray<StatusCharge>} routes
+ */
+function statusChargesTable(routes) {
+  const rows = routes.map((r) => [
+    r.route === null ? "—" : el("code", {}, r.route),
+    Object.entries(r.charges).map(([category, cost]) => `${category} ${formatCount(cost)}`).join(", "),
+    r.charge_on_status.join(", "),
+  ]);
+  return table("Routes charged only on some statuses", ["Route", "Charges", "Only when the origin answers"], rows, "No route: every charge is taken when a request is admitted.");
 }
 
 /**
@@ -81,6 +95,11 @@ function explanation(ctx, answer) {
       override === null || override === undefined
         ? el("p", {}, "None.")
         : el("p", {}, describeLimits(override.limits, false), " · ", activeBadge(override.active), " · ", override.expires_at === null ? "no expiry" : el("span", {}, "until ", time(override.expires_at)), override.reason === null ? "" : ` · ${override.reason}`),
+    ),
+    section(
+      "Charged by the origin's answer",
+      el("p", { class: "hint" }, "Routes whose charges are taken only when the origin's status is one of these (charge_on_status, set on a route in the config). The caller must have room for the charge before the call; it is given back when the status does not match."),
+      statusChargesTable(answer.status_charges ?? []),
     ),
     section("Limiter state", resetButton(ctx, answer.caller)),
   );
