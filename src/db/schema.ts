@@ -104,6 +104,10 @@ export const blocks = sqliteTable(
     reason: text("reason"),
     createdAt: integer("created_at").notNull(),
     updatedAt: integer("updated_at").notNull(),
+    /** `admin` (POST /blocks) or `penalty` (a limit's penalty box; its reason is `penalty:<policy>`). A penalty never replaces an admin's block. */
+    source: text("source").notNull().default("admin"),
+    /** A shadow block never refuses: what it would refuse is forwarded, marked and counted. */
+    shadow: integer("shadow", { mode: "boolean" }).notNull().default(false),
   },
   (t) => [uniqueIndex("blocks_target_unique").on(t.target)],
 );
@@ -212,6 +216,43 @@ export const trafficRefused = sqliteTable(
     error: integer("error").notNull().default(0),
   },
   (t) => [primaryKey({ columns: [t.minuteMs, t.caller] })],
+);
+
+/**
+ * What shadow policies (a limit, budget or block with `shadow: true`) would
+ * have refused, per UTC minute, policy (named as RateLimit-Policy names it,
+ * `budget-…` for a budget, `block-<id>` or `penalty:<policy>` for a block),
+ * tenant (`anonymous` for none) and refusal code; summed over isolates like
+ * traffic_minutely and kept as long.
+ */
+export const trafficShadow = sqliteTable(
+  "traffic_shadow",
+  {
+    minuteMs: integer("minute_ms").notNull(),
+    policy: text("policy").notNull(),
+    tenant: text("tenant").notNull(),
+    decision: text("decision").notNull(),
+    count: integer("count").notNull().default(0),
+  },
+  (t) => [primaryKey({ columns: [t.minuteMs, t.policy, t.tenant, t.decision] })],
+);
+
+/**
+ * The callers each shadow policy would have refused most, per UTC minute
+ * (each isolate's heavy-hitter sketch, per policy): explain-able ids, an
+ * address only as its keyed digest, like traffic_refused.
+ */
+export const trafficShadowCallers = sqliteTable(
+  "traffic_shadow_callers",
+  {
+    minuteMs: integer("minute_ms").notNull(),
+    policy: text("policy").notNull(),
+    caller: text("caller").notNull(),
+    tenant: text("tenant"),
+    count: integer("count").notNull().default(0),
+    error: integer("error").notNull().default(0),
+  },
+  (t) => [primaryKey({ columns: [t.minuteMs, t.policy, t.caller] })],
 );
 
 /**
