@@ -4,6 +4,7 @@
 //   npm run bench -- --rounds=3          # a short run (results/partial.json)
 //   npm run bench -- --only=cpu,profile  # some of: cpu, throughput, latency, profile
 //   npm run bench -- --rev=HEAD          # the gateway as committed at a revision, not the working tree
+//   npm run bench -- --out=loaded.json   # the result under another name in bench/results/
 //   npm run bench -- --base=HEAD --only=cpu --cases=key,rate_limited
 //                                        # the working tree's gateway against HEAD's, side by side in one isolate
 //
@@ -279,12 +280,13 @@ async function main() {
   }
   if (runs("profile")) result.profiles = await profilePart({ compat, originUrl, token, placement, jwtConfig, sourceMap });
 
+  result.idle = result.load_average_before[0] < 0.5 && (result.cpu === undefined || result.cpu.isolate_waited_share < 0.1);
   result.targets = targets(result);
   result.load_average_after = loadavg();
   result.total_runtime_s = Math.round((Date.now() - startedAt) / 1000);
   mkdirSync(RESULTS, { recursive: true });
   const full = ONLY === null && CASES === null && BASE === null && ROUNDS >= 20;
-  const file = full ? "latest.json" : "partial.json";
+  const file = arg("out") ?? (full ? "latest.json" : "partial.json");
   writeFileSync(join(RESULTS, file), `${JSON.stringify(result, null, 2)}\n`);
   console.log(`\n${markdown(result)}`);
   log(`wrote bench/results/${file}`);

@@ -13,21 +13,24 @@
 import { randomBytes } from "node:crypto";
 import { readFileSync, statSync } from "node:fs";
 import { request } from "node:http";
+import { connect } from "node:net";
 import { CLIENT_ADDRESS } from "./cost-cases.mjs";
 
 /**
  * Names a client sends that the contract drops before the origin (the value
- * of Connection lists `x-hop-listed`). Not Trailer, Transfer-Encoding or
- * Upgrade: node:http will not send them on a GET without a body.
+ * of Connection lists `x-hop-listed`). Not Transfer-Encoding: it frames the
+ * request's body.
  */
-const DROPPED = ["x-hop-listed", "keep-alive", "te", "proxy-authorization", "proxy-connection", "forwarded", "x-forwarded-host", "true-client-ip", "x-client-ip", "x-cluster-client-ip", "x-http-method-override", "x-http-method", "x-method-override"];
+const DROPPED = ["x-hop-listed", "keep-alive", "te", "trailer", "upgrade", "proxy-authorization", "proxy-connection", "forwarded", "x-forwarded-host", "true-client-ip", "x-client-ip", "x-cluster-client-ip", "x-http-method-override", "x-http-method", "x-method-override"];
 /** Names the contract rewrites: what the client sent must not reach the origin. */
 const REWRITTEN = { "x-forwarded-for": CLIENT_ADDRESS, "x-real-ip": CLIENT_ADDRESS };
 const HOSTILE = {
-  connection: "x-hop-listed",
+  connection: "x-hop-listed, upgrade, close",
   "x-hop-listed": "1",
   "keep-alive": "timeout=5",
   te: "trailers",
+  trailer: "x-t",
+  upgrade: "h2c",
   "proxy-authorization": "Basic eA==",
   "proxy-connection": "keep-alive",
   forwarded: "for=192.0.2.1",
@@ -46,7 +49,42 @@ const HOSTILE = {
   "cf-connecting-ip": CLIENT_ADDRESS,
 };
 
-/** One GET with exactly these headers (node:http sends names fetch refuses, such as Connection's list): {status, headers, body}. */
+/**
+ * One GET with exactly these headers, written on a socket of its own
+ * (neither fetch nor node:http sends Trailer or Upgrade on a GET); the
+ * answer is read to the connection's close: {status, body}.
+ */
+function rawGet(url, path, headers) {
+  const { hostname, port } = new URL(url);
+  const head = [`GET ${path} HTTP/1.1`, `host: ${hostname}:${port}`, ...Object.entries(headers).map(([n, v]) => `${n}: ${v}`)].join("\r\n");
+  return new Promise((resolve, reject) => {
+    const chunks = [];
+    const socket = connect(Number(port), hostname, () => socket.end(`${head}\r\n\r\n`));
+    socket.setTimeout(10_000, () => socket.destroy(new Error("no answer in 10 s")));
+    socket.on("data", (c) => chunks.push(c));
+    socket.on("error", reject);
+    socket.on("close", () => {
+      const text = Buffer.concat(chunks).toString();
+      const split = text.indexOf("\r\n\r\n");
+      const status = Number(text.slice(9, 12));
+      let body = text.slice(split + 4);
+      if (/^transfer-encoding:\s*chunked/im.test(text.slice(0, split))) {
+        let out = "";
+        for (let at = 0; ; ) {
+          const eol = body.indexOf("\r\n", at);
+          const size = Number.parseInt(body.slice(at, eol), 16);
+          if (!(size > 0)) break;
+          out += body.slice(eol + 2, eol + 2 + size);
+          at = eol + 2 + size + 2;
+        }
+        body = out;
+      }
+      resolve({ status, body });
+    });
+  });
+}
+
+/** One GET with these headers: {status, headers, body}. */
 function get(url, path, headers) {
   return new Promise((resolve, reject) => {
     const req = request(new URL(path, url), { method: "GET", headers, agent: false }, (res) => {
@@ -82,7 +120,7 @@ export async function checkControls({ url, keys, stdoutPath }) {
   // Header hygiene: what the origin sees.
   const seen = {};
   for (const variant of ["gateway", "hygienic"]) {
-    const res = await get(url, "/__echo", { ...HOSTILE, ...auth, "x-bench-variant": variant });
+    const res = await rawGet(url, "/__echo", { ...HOSTILE, ...auth, "x-bench-variant": variant });
     if (res.status !== 200) throw new Error(`${variant}: /__echo answered ${res.status}: ${res.body.slice(0, 300)}`);
     seen[variant] = JSON.parse(res.body);
     for (const name of DROPPED) if (name in seen[variant]) problems.push(`${variant} passed ${name} to the origin`);

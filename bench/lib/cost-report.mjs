@@ -77,6 +77,7 @@ const ci = (s, d = 1) => (s.median === null ? "–" : `${s.median.toFixed(d)} [$
 export function markdown(result) {
   const lines = [];
   const m = result.machine;
+  if (!result.idle) lines.push("**The machine was not idle** (a 1-minute load average of 0.5 or more before the run, or workerd's isolate thread waiting for a CPU more than a tenth of the time it ran): read these figures as samples, not verdicts.", "");
   lines.push(`Gateway ${result.gateway_commit ?? m.git_commit}${result.gateway_source === "working tree" && m.src_uncommitted_changes ? " + uncommitted src" : ""}, ${m.date.slice(0, 16)} UTC, ${m.cpu_model} × ${m.cpu_count}; load average ${result.load_average_before.map((x) => x.toFixed(2)).join(" ")} before, ${result.load_average_after.map((x) => x.toFixed(2)).join(" ")} after; ${result.placement.note}. Median over ${result.settings.rounds} rounds [bootstrap 95 % interval].`);
   if (result.cpu) {
     const c = result.cpu;
