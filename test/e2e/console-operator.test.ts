@@ -6,7 +6,7 @@
 // each go to test/e2e/screenshots/.
 import type { Browser, Response } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { BROWSER_TESTS, arrange, type ConsoleTab, foreignRequests, launchChromium, openConsole, screenshot, signIn, uniqueAddress, visit } from "./console-browser";
+import { BROWSER_TESTS, arrange, type ConsoleTab, foreignRequests, launchChromium, openConsole, PHONE, screenshot, signIn, uniqueAddress, visit } from "./console-browser";
 import { gateway, unique } from "./fixture";
 
 let browser: Browser;
@@ -114,6 +114,51 @@ describe.runIf(BROWSER_TESTS)("the audit view", () => {
     await page.getByRole("heading", { level: 1, name: `Explain key:${key.id}` }).waitFor();
     await screenshot(page, "audit-key");
     await finish(tab);
+  });
+});
+
+describe.runIf(BROWSER_TESTS)("the audit view, a page at a time", () => {
+  it("shows 10 events a page on a phone (25 on a desktop), with the pager above and below, and goes older, newer and back to the newest", async () => {
+    const tenant = unique("aud-pages");
+    expect((await arrange("PUT", `/tenants/${tenant}`, {})).status).toBe(201);
+    // 1 tenant_created and 26 key_minted: 27 events.
+    for (let i = 0; i < 26; i++) expect((await arrange("POST", `/tenants/${tenant}/keys`, { name: `k${i}` })).status).toBe(201);
+
+    const phone = await openConsole(browser, PHONE);
+    await signIn(phone.page, gateway().adminToken);
+    const { page } = phone;
+    const rows = page.locator("tbody tr");
+    await visit(page, `#/audit?tenant=${tenant}`, "Audit log");
+    expect(await rows.count()).toBe(10);
+    expect(await page.getByText("Events 1–10, 10 a page.").isVisible()).toBe(true);
+    const above = page.getByRole("navigation", { name: "Pages, above the events" });
+    const below = page.getByRole("navigation", { name: "Pages, below the events" });
+    expect(await above.textContent()).toBe("Page 1Older");
+    // A page at a phone's width is a few screens, not 9,470 px.
+    const heightPx = Number(await page.evaluate("document.documentElement.scrollHeight"));
+    expect(heightPx).toBeLessThan(4 * PHONE.height);
+    expect(await page.evaluate("document.documentElement.scrollWidth")).toBeLessThanOrEqual(PHONE.width);
+    await screenshot(page, "audit-pages-phone");
+    await below.getByRole("link", { name: "Older" }).click();
+    await page.getByText("Events 11–20, 10 a page.").waitFor();
+    await below.getByRole("link", { name: "Older" }).click();
+    await page.getByText("Events 21–27, 10 a page.").waitFor();
+    expect(await rows.count()).toBe(7);
+    expect(await below.textContent()).toBe("Page 3NewestNewer");
+    expect(await rows.last().locator("td").nth(1).textContent()).toBe("tenant_created");
+    await below.getByRole("link", { name: "Newer" }).click();
+    await page.getByText("Events 11–20, 10 a page.").waitFor();
+    expect(await below.textContent()).toBe("Page 2NewestOlder");
+    await above.getByRole("link", { name: "Newest" }).click();
+    await page.getByText("Events 1–10, 10 a page.").waitFor();
+    await finish(phone);
+
+    const desk = await signedIn();
+    await visit(desk.page, `#/audit?tenant=${tenant}`, "Audit log");
+    expect(await desk.page.locator("tbody tr").count()).toBe(25);
+    expect(await desk.page.getByText("Events 1–25, 25 a page.").isVisible()).toBe(true);
+    await screenshot(desk.page, "audit-pages");
+    await finish(desk);
   });
 });
 

@@ -37,8 +37,8 @@ describe.runIf(BROWSER_TESTS)("the Traffic view", () => {
   it("shows a tenant's refusals per minute with the counts GET /traffic answers, and links the caller refused most to explain", async () => {
     const made = await makeRefusals("con-traffic", 3, 9);
     const minutes = await refusalsRecorded(made);
-    const alert = await insertAlert({ type: "rate_limit.sustained", tenant: made.tenant, caller: made.caller, state: "delivered", attempts: [{ outcome: "http_500", status: 500 }, { outcome: "delivered", status: 204 }] });
-    const refusedAlert = await insertAlert({ type: "block.hit", tenant: made.tenant, caller: made.caller, state: "failed", attempts: [{ outcome: "http_404", status: 404 }] });
+    const alert = await insertAlert({ type: "rate_limit.sustained", tenant: made.tenant, caller: made.caller, state: "delivered", attempts: [{ outcome: "http_500", status: 500 }, { outcome: "delivered", status: 204 }], data: { category: "request", count: 1250, window_s: 60 } });
+    const refusedAlert = await insertAlert({ type: "block.hit", tenant: made.tenant, caller: made.caller, state: "failed", attempts: [{ outcome: "http_404", status: 404 }], data: { block_id: 1234 } });
 
     const tab = await openConsole(browser);
     const { page } = tab;
@@ -72,6 +72,17 @@ describe.runIf(BROWSER_TESTS)("the Traffic view", () => {
     expect(await delivered.locator("ol.attempts li").allTextContents()).toEqual([expect.stringMatching(/^#1 \d\d:\d\d UTC · http_500$/), expect.stringMatching(/^#2 \d\d:\d\d UTC · delivered$/)]);
     const failed = page.getByRole("row", { name: /block\.hit/ }).filter({ hasText: made.tenant });
     expect(await failed.locator(".badge").textContent()).toBe("failed");
+    // The detail as labelled values (units from the field's name, counts grouped, ids as written), the body the webhook got folded beneath.
+    const detail = delivered.locator(".alert-detail");
+    expect(await detail.locator("dt").allTextContents()).toEqual(["category", "count", "window"]);
+    expect(await detail.locator("dd").allTextContents()).toEqual(["request", "1,250", "60 s"]);
+    expect(await failed.locator(".alert-detail dl").textContent()).toBe("block id1234");
+    const raw = detail.locator("details.raw");
+    expect(await raw.getAttribute("open")).toBeNull();
+    expect(await raw.locator("pre").isVisible()).toBe(false);
+    await raw.locator("summary").click();
+    expect(JSON.parse((await raw.locator("pre").textContent()) ?? "")).toEqual({ id: alert.id, type: "rate_limit.sustained", at: expect.any(String), tenant: made.tenant, caller: made.caller, data: { category: "request", count: 1250, window_s: 60 } });
+    await screenshot(page, "traffic-alert-detail");
     const listed = (await adminCall("GET", "/alerts?limit=20")).body as { alerts: Array<{ id: string; state: string; attempts: unknown[] }> };
     expect(listed.alerts.find((a) => a.id === alert.id)).toMatchObject({ state: "delivered", attempts: [{ attempt: 1, outcome: "http_500", status: 500 }, { attempt: 2, outcome: "delivered", status: 204 }] });
     expect(listed.alerts.find((a) => a.id === refusedAlert.id)).toMatchObject({ state: "failed" });

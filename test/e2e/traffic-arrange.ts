@@ -64,6 +64,8 @@ export interface StoredAlert {
   caller: string;
   state: string;
   attempts: Array<{ outcome: string; status: number | null }>;
+  /** The alert's `data`, as its type carries it (default: a count of refusals). */
+  data?: Record<string, unknown>;
 }
 
 /**
@@ -74,7 +76,7 @@ export async function insertAlert(a: Omit<StoredAlert, "id">): Promise<StoredAle
   const id = `alt_${randomBytes(16).toString("hex")}`;
   const nowMs = Date.now();
   const atMs = nowMs - a.attempts.length * 1000;
-  const body = JSON.stringify({ id, type: a.type, at: new Date(atMs).toISOString(), tenant: a.tenant, caller: a.caller, data: { refused: 42 } });
+  const body = JSON.stringify({ id, type: a.type, at: new Date(atMs).toISOString(), tenant: a.tenant, caller: a.caller, data: a.data ?? { refused: 42 } });
   const last = a.attempts[a.attempts.length - 1];
   const sql = [
     `INSERT INTO alerts (id, type, at_ms, tenant, state, attempts, last_status, body, updated_at) VALUES ('${id}', '${a.type}', ${atMs}, '${a.tenant}', '${a.state}', ${a.attempts.length}, ${last?.status ?? "NULL"}, '${body}', ${nowMs})`,

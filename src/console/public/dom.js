@@ -139,14 +139,6 @@ export function table(caption, headings, rows, empty = "Nothing here yet.") {
 }
 
 /**
- * A compact, readable rendering of a JSON value (limits, quota, audit detail).
- * @param {unknown} value
- */
-export function jsonText(value) {
-  return el("code", { class: "json" }, JSON.stringify(value));
-}
-
-/**
  * A status line (`role="status"`) or an alert (`role="alert"`).
  * @param {"status" | "alert"} role
  * @param {string} text

@@ -61,18 +61,36 @@ export function section(title, ...children) {
   return el("section", { class: "section" }, el("h2", {}, title), ...children);
 }
 
+/** @typedef {{ first: string, previous: string, next: string }} PagerLabels */
+
+/** The first page's place in `back`, which lists the cursors of the pages before this one. */
+const FIRST_PAGE = "-";
+
 /**
- * "Newest"/"First page" and "Next page" links for a paged listing.
+ * Links to the first, previous and next page of a listing the API pages
+ * with `next_cursor`, and which page this is. The API only pages forward, so
+ * the cursors of the pages before this one ride in the hash as `back`
+ * (comma-separated, `-` for the first page): "previous" pops one, "next"
+ * pushes this page's. Null for a listing of one page.
  * @param {string} path
- * @param {Record<string, string | null | undefined>} query the current query, cursor included
+ * @param {Record<string, string | null | undefined>} query the current query, cursor and back included
  * @param {string | null} nextCursor
- * @param {string} [firstLabel]
+ * @param {{ labels?: Partial<PagerLabels>, name?: string }} [options] `name`: the navigation's label, when a page has two pagers
  */
-export function pager(path, query, nextCursor, firstLabel = "First page") {
+export function pager(path, query, nextCursor, options = {}) {
+  const labels = { first: "First page", previous: "Previous page", next: "Next page", ...options.labels };
+  const back = query.back ? query.back.split(",") : [];
   const links = [];
-  if (query.cursor) links.push(link(firstLabel, path, { ...query, cursor: null }));
-  if (nextCursor !== null) links.push(link("Next page", path, { ...query, cursor: nextCursor }));
-  return links.length === 0 ? null : el("nav", { class: "pager", "aria-label": "Pages" }, links);
+  if (query.cursor) {
+    links.push(link(labels.first, path, { ...query, cursor: null, back: null }));
+    if (back.length > 1) {
+      const previous = back[back.length - 1];
+      links.push(link(labels.previous, path, { ...query, cursor: previous === FIRST_PAGE ? null : previous, back: back.slice(0, -1).join(",") }));
+    }
+  }
+  if (nextCursor !== null) links.push(link(labels.next, path, { ...query, cursor: nextCursor, back: [...back, query.cursor || FIRST_PAGE].join(",") }));
+  if (links.length === 0) return null;
+  return el("nav", { class: "pager", "aria-label": options.name ?? "Pages" }, el("span", { class: "page-number" }, `Page ${back.length + 1}`), links);
 }
 
 /**

@@ -1,10 +1,12 @@
 // @ts-check
 // #/audit?kind=&tenant=&caller=&cursor=&limit=: the audit log, newest
-// first, a page at a time (`next_cursor`; `limit` events a page, the API's 50
-// by default), filtered as the API filters it. Details are shown as labelled
+// first, a page at a time (`next_cursor`; `limit` events a page: 25, or 10 on
+// a phone, where each event is a card), with the pager above and below the
+// events, filtered as the API filters it. Details are shown as labelled
 // fields; a block's target as the operator wrote it; a key always as
 // `key:<id>`, linking to its explanation.
-import { el, table, time } from "../dom.js";
+import { detailFields } from "../detail-fields.js";
+import { el, formatCount, table, time } from "../dom.js";
 import { field, input } from "../forms.js";
 import { link, page, pager, refused, searchForm, section, tenantPicker, valueOf } from "../view.js";
 
@@ -12,36 +14,10 @@ import { link, page, pager, refused, searchForm, section, tenantPicker, valueOf 
 
 const FILTERS = /** @type {const} */ (["kind", "tenant", "caller"]);
 const KEY_ID = /^[0-9a-z]{12}$/;
-
-/** ISO 8601 instants in a detail, shown as every other time in the console is. */
-const ISO_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?Z$/;
-
-/**
- * A detail value as one line of text: objects as `name value` pairs, lists joined.
- * @param {unknown} value
- * @returns {string}
- */
-function valueText(value) {
-  if (value === null || value === undefined) return "—";
-  if (Array.isArray(value)) return value.length === 0 ? "none" : value.map(valueText).join(", ");
-  if (typeof value === "object") {
-    const entries = Object.entries(value);
-    return entries.length === 0 ? "none" : entries.map(([name, v]) => `${name.replaceAll("_", " ")} ${typeof v === "object" && v !== null ? `(${valueText(v)})` : valueText(v)}`).join("; ");
-  }
-  if (typeof value === "string" && ISO_TIME.test(value)) return `${value.slice(0, 16).replace("T", " ")} UTC`;
-  return String(value);
-}
-
-/**
- * The detail as a list of labelled fields (a definition list), each value as text.
- * @param {unknown} detail
- */
-function detailFields(detail) {
-  if (typeof detail !== "object" || detail === null || Array.isArray(detail)) return valueText(detail);
-  const entries = Object.entries(detail);
-  if (entries.length === 0) return "—";
-  return el("dl", { class: "detail" }, entries.flatMap(([name, value]) => [el("dt", {}, name.replaceAll("_", " ")), el("dd", {}, valueText(value))]));
-}
+/** Events a page unless the hash says `limit`: a phone shows each as a card a screen tall, so fewer. */
+const PAGE_EVENTS = 25;
+const PHONE_PAGE_EVENTS = 10;
+const AUDIT_PAGER_LABELS = { first: "Newest", previous: "Newer", next: "Older" };
 
 /**
  * Who or what an event is about, in one form: a key as `key:<id>` (key events
@@ -65,7 +41,8 @@ export async function auditView(ctx) {
   const filters = {};
   for (const name of FILTERS) filters[name] = ctx.query.get(name) ?? "";
   const cursor = ctx.query.get("cursor") ?? undefined;
-  const limit = ctx.query.get("limit") ?? undefined;
+  const back = ctx.query.get("back");
+  const limit = ctx.query.get("limit") || String(window.matchMedia("(max-width: 640px)").matches ? PHONE_PAGE_EVENTS : PAGE_EVENTS);
   const form = searchForm(
     "Filter the audit log",
     (f) => ctx.go(`#/audit?${new URLSearchParams(Object.fromEntries(FILTERS.map((n) => [n, valueOf(f, n)]).filter(([, v]) => v !== "")))}`),
@@ -88,6 +65,9 @@ export async function auditView(ctx) {
   /** @type {AuditEvent[]} */
   const events = answer.events;
   const rows = events.map((e) => [time(e.at), el("code", {}, e.kind), e.actor, e.tenant ?? "—", subjectCell(e), detailFields(e.detail)]);
+  // The page size stays in the links only when the hash chose it.
+  const paging = { ...filters, limit: ctx.query.get("limit"), cursor, back };
+  const first = (back === null || back === "" ? 0 : back.split(",").length) * Number(limit) + 1;
   ctx.show(
     page(
       ctx,
@@ -95,8 +75,10 @@ export async function auditView(ctx) {
       form,
       section(
         "Events, newest first",
+        events.length === 0 ? null : el("p", { class: "hint" }, `Events ${formatCount(first)}–${formatCount(first + events.length - 1)}, ${limit} a page.`),
+        pager("audit", paging, answer.next_cursor, { labels: AUDIT_PAGER_LABELS, name: "Pages, above the events" }),
         table("Audit events, newest first", ["When", "Kind", "Actor", "Tenant", "Subject", "Detail"], rows, cursor === undefined ? "No events." : "No more events."),
-        pager("audit", { ...filters, limit, cursor }, answer.next_cursor, "Newest"),
+        pager("audit", paging, answer.next_cursor, { labels: AUDIT_PAGER_LABELS, name: "Pages, below the events" }),
       ),
     ),
   );

@@ -65,7 +65,7 @@ export async function blocksView(ctx) {
     page(
       ctx,
       "Blocks",
-      section("Blocks", table("Blocks", ["Id", "Target", "Expires", "Reason", "State", "Created", ""], rows, "No blocks."), pager("blocks", { cursor }, answer.next_cursor)),
+      section("Blocks", table("Blocks", ["Id", "Target", "Expires", "Reason", "State", "Created", ""], rows, "No blocks."), pager("blocks", { cursor, back: ctx.query.get("back") }, answer.next_cursor)),
       blockForm(ctx),
     ),
   );

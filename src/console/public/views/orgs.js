@@ -28,6 +28,7 @@ function createForm(ctx) {
 /** @type {import("../view.js").View} */
 export async function orgsView(ctx) {
   const cursor = ctx.query.get("cursor") ?? undefined;
+  const back = ctx.query.get("back");
   const answer = await ctx.api.get("/orgs", { cursor });
   /** @type {Array<{ org: string, quota: any, tenant_count: number, updated_at: string }>} */
   const orgs = answer.orgs;
@@ -36,7 +37,7 @@ export async function orgsView(ctx) {
     page(
       ctx,
       "Orgs",
-      section("All orgs", table("Orgs", ["Org", "Tenants", "Quota", "Updated"], rows, "No orgs yet."), pager("orgs", { cursor }, answer.next_cursor)),
+      section("All orgs", table("Orgs", ["Org", "Tenants", "Quota", "Updated"], rows, "No orgs yet."), pager("orgs", { cursor, back }, answer.next_cursor)),
       createForm(ctx),
     ),
   );

@@ -73,7 +73,7 @@ export async function overridesView(ctx) {
       section(
         "Caller overrides",
         table("Caller overrides", ["Caller", "Limits", "Expires", "Reason", "State", "Updated", ""], rows, "No overrides."),
-        pager("overrides", { cursor }, answer.next_cursor),
+        pager("overrides", { cursor, back: ctx.query.get("back") }, answer.next_cursor),
       ),
       setForm(ctx),
     ),

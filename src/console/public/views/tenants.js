@@ -42,6 +42,7 @@ function createForm(ctx) {
 /** @type {import("../view.js").View} */
 export async function tenantsView(ctx) {
   const cursor = ctx.query.get("cursor") ?? undefined;
+  const back = ctx.query.get("back");
   const answer = await ctx.api.get("/tenants", { cursor });
   /** @type {Array<{ tenant: string, org: string | null, limits: unknown, quota: any, updated_at: string }>} */
   const tenants = answer.tenants;
@@ -59,7 +60,7 @@ export async function tenantsView(ctx) {
       section(
         "All tenants",
         table("Tenants", ["Tenant", "Org", "Quota", "Limits", "Updated"], rows, cursor === undefined ? "No tenants yet: create the first below." : "No more tenants."),
-        pager("tenants", { cursor }, answer.next_cursor),
+        pager("tenants", { cursor, back }, answer.next_cursor),
       ),
       createForm(ctx),
     ),

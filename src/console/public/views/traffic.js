@@ -7,7 +7,8 @@
 // state and every attempt. Reading flushes the answering isolate's counts
 // first, so the last minute is there; other isolates' arrive with their
 // next flush.
-import { el, formatCount, jsonText, table, time } from "../dom.js";
+import { detailFields, rawJson } from "../detail-fields.js";
+import { el, formatCount, table, time } from "../dom.js";
 import { field, input } from "../forms.js";
 import { clockLabel, decisionClasses, kindOf, legend, stackedChart } from "../traffic-chart.js";
 import { link, page, refused, searchForm, section, valueOf } from "../view.js";
@@ -125,7 +126,8 @@ function alertsTable(alerts) {
       a.tenant === null ? "—" : link(a.tenant, "traffic", { tenant: a.tenant }),
       el("span", { class: `badge ${STATE_CLASS[a.state] ?? "muted"}` }, a.state),
       a.attempts.length === 0 ? "none yet" : el("ol", { class: "attempts" }, a.attempts.map((t) => el("li", {}, attemptText(t)))),
-      el("div", {}, caller === null ? null : el("p", { class: "caller" }, link(caller, "explain", { caller })), jsonText(a.body?.data ?? {})),
+      // The data as labelled values; the whole body the webhook got, exactly, folded beneath.
+      el("div", { class: "alert-detail" }, caller === null ? null : el("p", { class: "caller" }, link(caller, "explain", { caller })), detailFields(a.body?.data ?? {}), rawJson(a.body ?? null, "Raw JSON (as sent)")),
     ];
   });
   return table("Recent alerts, newest first", ["Raised", "Type", "Tenant", "State", "Attempts", "Detail"], rows, "No alerts. They are sent only when alerts.webhook_url is set.");
