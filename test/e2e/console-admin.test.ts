@@ -250,7 +250,7 @@ describe.runIf(BROWSER_TESTS)("the console, signed in with the admin token", () 
     const bytes = page.getByRole("meter", { name: "Stored bytes" });
     expect(await bytes.getAttribute("aria-valuenow")).toBe("2500");
     expect(await bytes.getAttribute("aria-valuemax")).toBe("100000");
-    expect(await page.locator(".gauge", { hasText: "Stored bytes" }).textContent()).toContain("2.5 kB of 100.0 kB (3%)");
+    expect(await page.locator(".gauge", { hasText: "Stored bytes" }).textContent()).toContain("2.5 kB of 100 kB (3%)");
     expect(await page.getByRole("meter", { name: "Stored objects" }).getAttribute("aria-valuetext")).toBe("1 of 10 (10%)");
     const bar = page.locator("figure", { hasText: "Requests" }).first().locator(`rect[data-period="${thisMonth()}"]`);
     expect(await bar.getAttribute("data-value")).toBe(String(sent));

@@ -117,6 +117,67 @@ describe.runIf(BROWSER_TESTS)("the audit view", () => {
   });
 });
 
+describe.runIf(BROWSER_TESTS)("quota sizes with units (issue 40 item 14)", () => {
+  it("takes '2 GiB' and '1.5 GB', sends whole bytes, shows them back in those units beside the gauge, and refuses a size that is none next to its field", async () => {
+    const tab = await signedIn();
+    const { page } = tab;
+    const tenant = unique("sizes");
+    await page.getByLabel("Tenant slug").fill(tenant);
+    await page.getByLabel("Bytes, hard").fill("2 GiB");
+    await page.getByLabel("Bytes, soft").fill("1.5 GB");
+    // What a size comes to, as it is typed; and which units the field takes.
+    const hardBox = page.locator(".field", { has: page.getByLabel("Bytes, hard") });
+    expect(await hardBox.locator(".size-reading").textContent()).toBe("= 2,147,483,648 bytes");
+    expect(await page.getByText("Bytes: a number and a unit: B, kB, MB, GB, TB (powers of 1000) or KiB, MiB, GiB, TiB (powers of 1024); a bare number is bytes.").first().isVisible()).toBe(true);
+    await page.getByRole("button", { name: "Create tenant" }).click();
+    await page.getByRole("heading", { level: 1, name: `Tenant ${tenant}` }).waitFor();
+    expect(((await arrange("GET", `/tenants/${tenant}`)).body as { quota: unknown }).quota).toEqual({ bytes: { soft: 1_500_000_000, hard: 2_147_483_648 } });
+
+    // Shown back as written, in the editor and beside the gauge.
+    expect(await page.getByLabel("Bytes, hard").inputValue()).toBe("2 GiB");
+    expect(await page.getByLabel("Bytes, soft").inputValue()).toBe("1.5 GB");
+    const gauge = page.locator(".gauge", { hasText: "Stored bytes" });
+    expect(await gauge.getByRole("meter").getAttribute("aria-valuetext")).toBe("0 B of 2 GiB (0%)");
+    expect(await gauge.locator(".hint").textContent()).toBe("soft 1.5 GB · hard 2 GiB");
+    await screenshot(page, "quota-units");
+
+    // A size that is none: said next to its field, and nothing sent.
+    const puts: string[] = [];
+    page.on("request", (request) => {
+      if (request.method() === "PUT") puts.push(request.url());
+    });
+    await page.getByLabel("Bytes, hard").fill("5 XB");
+    expect(await hardBox.locator(".size-reading").textContent()).toBe("XB is not a unit: use B, kB, MB, GB, TB, KiB, MiB, GiB or TiB");
+    await page.getByRole("button", { name: "Save changes" }).click();
+    await hardBox.locator(".field-error").waitFor();
+    expect(await hardBox.locator(".field-error").textContent()).toBe("XB is not a unit: use B, kB, MB, GB, TB, KiB, MiB, GiB or TiB");
+    expect(await page.getByLabel("Bytes, hard").getAttribute("aria-invalid")).toBe("true");
+    expect(puts).toEqual([]);
+    // A bare number is bytes; a size the API refuses (soft above hard) is its message, next to the field.
+    await page.getByLabel("Bytes, hard").fill("1000000000");
+    await page.getByRole("button", { name: "Save changes" }).click();
+    const softBox = page.locator(".field", { has: page.getByLabel("Bytes, soft") });
+    await softBox.locator(".field-error").waitFor();
+    expect(await softBox.locator(".field-error").textContent()).toBe("must be <= hard");
+    await page.getByLabel("Bytes, soft").fill("800 MB");
+    await page.getByRole("button", { name: "Save changes" }).click();
+    await page.getByText("Saved.").waitFor();
+    expect(((await arrange("GET", `/tenants/${tenant}`)).body as { quota: unknown }).quota).toEqual({ bytes: { soft: 800_000_000, hard: 1_000_000_000 } });
+    expect(await page.getByLabel("Bytes, hard").inputValue()).toBe("1 GB");
+
+    await visit(page, "#/tenants", "Tenants");
+    expect(await page.getByRole("row", { name: new RegExp(tenant) }).textContent()).toContain("bytes ≤ 1 GB (soft 800 MB)");
+    await finish(tab);
+
+    const phone = await openConsole(browser, PHONE);
+    await signIn(phone.page, gateway().adminToken);
+    await visit(phone.page, `#/tenants/${tenant}`, `Tenant ${tenant}`);
+    expect(await phone.page.evaluate("document.documentElement.scrollWidth")).toBeLessThanOrEqual(PHONE.width);
+    await screenshot(phone.page, "quota-units-phone");
+    await finish(phone);
+  });
+});
+
 describe.runIf(BROWSER_TESTS)("the audit view, a page at a time", () => {
   it("shows 10 events a page on a phone (25 on a desktop), with the pager above and below, and goes older, newer and back to the newest", async () => {
     const tenant = unique("aud-pages");

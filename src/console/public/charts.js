@@ -4,6 +4,7 @@
 // which the CSP would refuse). Every chart names itself for screen readers
 // and each bar carries its figure in a <title>; the usage view also lists the
 // figures in a table.
+import { sizeText } from "./byte-size.js";
 import { el, formatBytes, formatCount, notice, svg, uid } from "./dom.js";
 
 /**
@@ -92,10 +93,12 @@ export function barChart(options) {
 /**
  * A quota gauge: used against the hard quota (or the soft one when there is
  * no hard), the soft quota marked. Without a quota, the figure alone.
- * @param {{ label: string, used: number, soft?: number, hard?: number, format: (n: number) => string }} options
+ * `boundFormat` writes the bounds (as the operator set them: "2 GiB"), `format` the use.
+ * @param {{ label: string, used: number, soft?: number, hard?: number, format: (n: number) => string, boundFormat?: (n: number) => string }} options
  */
 export function gauge(options) {
   const { used, soft, hard, format } = options;
+  const boundFormat = options.boundFormat ?? format;
   const scale = hard ?? soft;
   const head = el("div", { class: "gauge-head" }, el("span", { class: "gauge-label" }, options.label));
   if (scale === undefined) {
@@ -104,7 +107,7 @@ export function gauge(options) {
   }
   const ratio = scale === 0 ? (used > 0 ? 1 : 0) : used / scale;
   const percent = Math.round(ratio * 100);
-  const text = `${format(used)} of ${format(scale)} (${percent}%)`;
+  const text = `${format(used)} of ${boundFormat(scale)} (${percent}%)`;
   const level = hard !== undefined && used >= hard ? "over" : soft !== undefined && used >= soft ? "warn" : "ok";
   head.appendChild(el("span", { class: "gauge-figure" }, text));
   const meter = svg(
@@ -124,7 +127,7 @@ export function gauge(options) {
     svg("rect", { class: "fill", x: 0, y: 0, width: Math.min(1, ratio) * 300, height: 14, rx: 3 }),
     soft !== undefined && hard !== undefined && hard > 0 ? svg("line", { class: "soft", x1: (soft / hard) * 300, x2: (soft / hard) * 300, y1: 0, y2: 14 }) : null,
   );
-  const bounds = [soft === undefined ? null : `soft ${format(soft)}`, hard === undefined ? null : `hard ${format(hard)}`].filter((b) => b !== null).join(" · ");
+  const bounds = [soft === undefined ? null : `soft ${boundFormat(soft)}`, hard === undefined ? null : `hard ${boundFormat(hard)}`].filter((b) => b !== null).join(" · ");
   return el("div", { class: `gauge ${level}` }, head, meter, el("p", { class: "hint" }, bounds));
 }
 
@@ -138,7 +141,7 @@ export function quotaGauges(usage, quota) {
   return el(
     "div",
     { class: "gauges" },
-    gauge({ label: "Stored bytes", used: usage.bytes, soft: quota?.bytes?.soft, hard: quota?.bytes?.hard, format: formatBytes }),
+    gauge({ label: "Stored bytes", used: usage.bytes, soft: quota?.bytes?.soft, hard: quota?.bytes?.hard, format: formatBytes, boundFormat: sizeText }),
     gauge({ label: "Stored objects", used: usage.objects, soft: quota?.objects?.soft, hard: quota?.objects?.hard, format: formatCount }),
   );
 }
