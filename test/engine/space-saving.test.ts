@@ -108,4 +108,22 @@ describe("an isolate's traffic counts", () => {
     expect(minutes[0]!.rows).toEqual([{ tenant: "t", decision: "admitted", count: 2 }, { tenant: "t", decision: "rate_limited", count: 1 }]);
     expect(minutes[0]!.topRefused.map((h) => [h.item, h.count])).toEqual([["key:a", 1]]);
   });
+
+  it("puts a failed flush back into a minute with refusals counted since, keeping both's top-refused counts", () => {
+    const counts = new TrafficCounts(bounds);
+    for (let i = 0; i < 3; i++) counts.count(i, "t", "rate_limited", "key:a");
+    const failed = counts.take();
+    counts.count(10, "t", "rate_limited", "key:a");
+    counts.count(11, "u", "rate_limited", "key:b");
+    counts.putBack(failed);
+    const [minute] = counts.take().map((m) => flushedMinute(m, 10));
+    expect(minute!.topRefused.map((h) => [h.item, h.tag, h.count])).toEqual([
+      ["key:a", "t", 4],
+      ["key:b", "u", 1],
+    ]);
+    expect(minute!.rows).toEqual([
+      { tenant: "t", decision: "rate_limited", count: 4 },
+      { tenant: "u", decision: "rate_limited", count: 1 },
+    ]);
+  });
 });

@@ -162,6 +162,41 @@ describe("delay_max_ms", () => {
     expect((await calls[5]!.response).status).toBe(200);
   });
 
+  it("holds a request whose wait is exactly delay_max_ms", async () => {
+    const gateway = await heldGateway({ categories: { request: { limits: { ip: [{ count: 1, window_s: 1, delay_max_ms: 1000 }] } } } });
+    const ip = uniqueIp();
+    expect((await gateway.call(gatewayRequest("/exact", { ip }))).status).toBe(200);
+    const held = gateway.call(gatewayRequest("/exact", { ip }));
+    expect(gateway.pendingMs()).toEqual([1000]);
+    gateway.fireNext();
+    const answer = await held;
+    expect(answer.status).toBe(200);
+    expect(answer.headers.get("tollgate-delayed-ms")).toBe("1000");
+  });
+
+  it("gives back the delay place of a request refused for want of an in-flight slot, so the isolate still holds requests after many", async () => {
+    const gateway = await heldGateway({ categories: { request: { limits: { ip: [{ count: 1, window_s: 1, delay_max_ms: 10_000 }] } } }, in_flight: { per_credential: 1 }, limiter: { max_delayed: 3 } });
+    const [busy, other] = [uniqueIp(), uniqueIp()];
+    expect((await gateway.call(gatewayRequest("/busy", { ip: busy }))).status).toBe(200);
+    // Held: it holds the caller's only in-flight slot while it waits.
+    const held = gateway.call(gatewayRequest("/busy", { ip: busy }));
+    expect(gateway.runtime.held.count).toBe(1);
+    // Ten more of the same caller could wait, but have no slot to wait in: refused, each giving its place back.
+    for (let i = 0; i < 10; i++) {
+      const refused = await gateway.call(gatewayRequest("/busy", { ip: busy }));
+      expect(refused.status).toBe(429);
+    }
+    expect(gateway.runtime.held.count).toBe(1);
+    // Another caller's request is still held, not refused for want of a place.
+    expect((await gateway.call(gatewayRequest("/other", { ip: other }))).status).toBe(200);
+    const otherHeld = gateway.call(gatewayRequest("/other", { ip: other }));
+    expect(gateway.runtime.held.count).toBe(2);
+    gateway.fireNext();
+    gateway.fireNext();
+    expect((await held).headers.get("tollgate-delayed-ms")).toBe("1000");
+    expect((await otherHeld).headers.get("tollgate-delayed-ms")).toBe("1000");
+  });
+
   it("keeps Tollgate-Delayed-Ms when the answer's RateLimit headers change after the call (a charge_on_status failure)", async () => {
     const gateway = await heldGateway({
       categories: { request: { limits: { ip: [{ count: 1, window_s: 1, delay_max_ms: 1500 }] } }, login_failure: { limits: { ip: [{ count: 3, window_s: 900 }] } } },

@@ -2,9 +2,11 @@
 // decision in the isolate, written to D1 by a flush (the admin read flushes
 // this isolate first), read back exactly with GET /traffic; the callers
 // refused most with GET /traffic/top-refused, addresses only as digests that
-// explain accepts; a flush with D1 down keeps the counts for the next one.
+// explain accepts; a flush with D1 down keeps the counts for the next one;
+// two flushes of one minute add up; shadow mode's would-be refusals and an
+// origin's failures are not refusals of the caller.
 import { env } from "cloudflare:workers";
-import { describe, expect, it } from "vitest";
+import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
 import { database } from "../../src/db/client";
 import { TrafficRecorder } from "../../src/db/traffic-recorder";
 import { callGateway, gatewayRequest, runtimeOf, unique, uniqueIp } from "../helpers";
@@ -22,6 +24,28 @@ interface Minute {
 function sum(minutes: Minute[], decision: string): number {
   return minutes.reduce((n, m) => n + (m.decisions[decision] ?? 0), 0);
 }
+
+/**
+ * GET /traffic/top-refused reads the 20 callers refused most since `minutes`
+ * ago, with no upper bound, from the D1 every file of this runner shares: a
+ * file run before this one that refused 20 callers more often would push
+ * ours out. So this file runs with Date set far ahead, where no other file
+ * writes (only Date: timers and I/O run as usual), each test a day after the
+ * one before and 30 s into a minute (GET /traffic reads the minutes that
+ * start before now). One fake clock for the whole file: a runtime compiled
+ * under it keeps calling it.
+ */
+const OWN_TIME_MS = Date.UTC(2091, 0, 1, 0, 0, 30);
+let ownDays = 0;
+beforeAll(() => {
+  vi.useFakeTimers({ toFake: ["Date"] });
+});
+beforeEach(() => {
+  vi.setSystemTime(OWN_TIME_MS + ownDays++ * 86_400_000);
+});
+afterAll(() => {
+  vi.useRealTimers();
+});
 
 describe("GET /traffic", () => {
   it("shows a burst of refusals after a flush, with the counts exact", async () => {
@@ -90,6 +114,78 @@ describe("GET /traffic", () => {
     const res = await adminCall("GET", path, CONFIG);
     expect(res.status).toBe(400);
     expect(await res.json()).toMatchObject({ code: "invalid_request", field });
+  });
+});
+
+describe("what counts as a refusal of the caller", () => {
+  const options = { retentionMs: 7 * 86_400_000, digest: async (k: string) => `hmac:${k.length}` };
+
+  async function topRefused(config: Record<string, unknown>, env: Record<string, unknown> = {}): Promise<{ caller: string; refused: number }[]> {
+    return (await jsonOf<{ callers: { caller: string; refused: number }[] }>(await adminCall("GET", "/traffic/top-refused?minutes=5", config, { env }), 200)).callers;
+  }
+
+  it("adds up two flushes of one minute's traffic, from one isolate or two", async () => {
+    const tenant = unique("two-flushes");
+    const caller = `key:${unique("twice")}`;
+    const nowMs = Date.now();
+    const first = new TrafficRecorder();
+    for (let i = 0; i < 3; i++) first.count(nowMs, tenant, "admitted", null);
+    for (let i = 0; i < 2; i++) first.count(nowMs, tenant, "rate_limited", caller);
+    await first.flushNow(database(env.DB), nowMs, options);
+    const second = new TrafficRecorder();
+    for (let i = 0; i < 4; i++) second.count(nowMs + 1, tenant, "admitted", null);
+    second.count(nowMs + 1, tenant, "rate_limited", caller);
+    await second.flushNow(database(env.DB), nowMs + 1, options);
+    first.count(nowMs + 2, tenant, "admitted", null);
+    await first.flushNow(database(env.DB), nowMs + 2, options);
+    const body = await jsonOf<{ minutes: Minute[] }>(await adminCall("GET", `/traffic?tenant=${tenant}`, CONFIG), 200);
+    expect(body.minutes).toHaveLength(1);
+    expect(body.minutes[0]).toMatchObject({ admitted: 8, refused: 3, decisions: { admitted: 8, rate_limited: 3 } });
+    expect((await topRefused(CONFIG)).find((c) => c.caller === caller)?.refused).toBe(3);
+  });
+
+  it("counts shadow mode's would-be refusals as admitted, and never names their caller among the refused", async () => {
+    const shadow = { ...CONFIG, mode: "shadow" };
+    const tenant = unique("traffic-shadow");
+    await createTenant(shadow, tenant);
+    const { key, id } = await mintKey(shadow, tenant);
+    // 5 per minute: the last 3 of 8 would have been refused, and all 8 are forwarded.
+    for (let i = 0; i < 8; i++) expect((await keyedCall(key, "/shadowed", shadow, { settle: true })).status).toBe(200);
+    const body = await jsonOf<{ minutes: Minute[] }>(await adminCall("GET", `/traffic?tenant=${tenant}`, shadow), 200);
+    expect(body.minutes.reduce((n, m) => n + m.refused, 0)).toBe(0);
+    expect(body.minutes.reduce((n, m) => n + m.admitted, 0)).toBe(8);
+    expect((await topRefused(shadow)).some((c) => c.caller === `key:${id}`)).toBe(false);
+  });
+
+  it("reads a minute's shadow:<code> rows as admitted", async () => {
+    const tenant = unique("traffic-shadow-rows");
+    const nowMs = Date.now();
+    // What an isolate counts for a policy that only shadows (it would have refused, and forwarded).
+    const recorder = new TrafficRecorder();
+    recorder.count(nowMs, tenant, "admitted", null);
+    for (let i = 0; i < 2; i++) recorder.count(nowMs, tenant, "shadow:rate_limited", null);
+    await recorder.flushNow(database(env.DB), nowMs, options);
+    const body = await jsonOf<{ minutes: Minute[] }>(await adminCall("GET", `/traffic?tenant=${tenant}`, CONFIG), 200);
+    expect(body.minutes).toEqual([expect.objectContaining({ admitted: 3, refused: 0, decisions: { admitted: 1, "shadow:rate_limited": 2 } })]);
+  });
+
+  it("does not count an unreachable origin's 502 as a refusal of the caller", async () => {
+    const down = { ORIGIN_URL: "http://127.0.0.1:9" };
+    const tenant = unique("traffic-502");
+    await createTenant(CONFIG, tenant);
+    const { key, id } = await mintKey(CONFIG, tenant);
+    for (let i = 0; i < 2; i++) expect((await callGateway(gatewayRequest("/down", { headers: { authorization: `Bearer ${key}` } }), { TOLLGATE: CONFIG, ...down }, { settle: true })).status).toBe(502);
+    const body = await jsonOf<{ minutes: Minute[] }>(await adminCall("GET", `/traffic?tenant=${tenant}`, CONFIG, { env: down }), 200);
+    expect(body.minutes.reduce((n, m) => n + m.refused, 0)).toBe(0);
+    expect(body.minutes.reduce((n, m) => n + Object.values(m.decisions).reduce((a, b) => a + b, 0), 0)).toBe(2);
+    expect((await topRefused(CONFIG, down)).some((c) => c.caller === `key:${id}`)).toBe(false);
+    // An origin's failure recorded as such (a decision of its own) is no refusal either.
+    const recorder = new TrafficRecorder();
+    recorder.count(Date.now(), tenant, "origin_unreachable", null);
+    await recorder.flushNow(database(env.DB), Date.now(), options);
+    const after = await jsonOf<{ minutes: Minute[] }>(await adminCall("GET", `/traffic?tenant=${tenant}`, CONFIG), 200);
+    expect(after.minutes.reduce((n, m) => n + m.refused, 0)).toBe(0);
+    expect(sum(after.minutes, "origin_unreachable")).toBe(1);
   });
 });
 

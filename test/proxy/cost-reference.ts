@@ -1,8 +1,20 @@
 // Plain reference models for the scanners' property tests: JSON.parse on the
 // decoded text and a line-splitting event-stream parser written from the
-// HTML standard. Slow and obviously right; they share only costOfNumber with
-// the code under test (the rounding rule, tested on its own).
-import { type CostResult, costOfNumber } from "../../src/proxy/response-cost-result";
+// HTML standard. Slow and obviously right; they share nothing with the code
+// under test but the result's type: the cost rule is written out here again
+// (a bug in the gateway's copy must show as a difference).
+import type { CostResult } from "../../src/proxy/response-cost-result";
+
+/** The largest cost an answer may name (the gateway's MAX_RESPONSE_COST, as a number here); past it the cost is unusable. */
+const REFERENCE_MAX_COST = 1_000_000_000;
+
+/** What a JSON number costs: a fraction rounds up, −0 is 0; a negative, infinite or too large number is unusable (null). */
+function referenceCostOf(value: number): number | null {
+  if (Number.isNaN(value) || value < 0 || value === Number.POSITIVE_INFINITY) return null;
+  const whole = Number.isInteger(value) ? value : Math.trunc(value) + 1;
+  const cost = Object.is(whole, -0) ? 0 : whole;
+  return cost > REFERENCE_MAX_COST ? null : cost;
+}
 
 const INDEX = /^(0|[1-9][0-9]*)$/;
 
@@ -24,7 +36,7 @@ export function referenceJsonCost(text: string, path: string): CostResult {
     } else return { found: false, reason: "absent" };
   }
   if (typeof value !== "number") return { found: false, reason: "malformed" };
-  const cost = costOfNumber(value);
+  const cost = referenceCostOf(value);
   return cost === null ? { found: false, reason: "malformed" } : { found: true, cost };
 }
 
