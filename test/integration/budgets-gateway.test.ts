@@ -57,9 +57,11 @@ describe("exactness", () => {
     const { key, id } = await keyed();
     await setBudget(`/keys/${id}`, "request", { amount: 20, period: "month" });
     const tag = unique("self");
+    const startMs = Date.now();
     const answers = await Promise.all(
       Array.from({ length: 64 }, () => SELF.fetch("http://gateway.test/things", { headers: { authorization: `Bearer ${key}`, "x-test-tag": tag, "cf-connecting-ip": "198.51.100.92" } })),
     );
+    const endMs = Date.now();
     const bodies = await Promise.all(answers.map(async (r) => ({ status: r.status, retryAfter: r.headers.get("retry-after"), body: r.status === 200 ? null : ((await r.json()) as Record<string, unknown>) })));
     expect(bodies.filter((b) => b.status === 200)).toHaveLength(20);
     const refused = bodies.filter((b) => b.status !== 200);
@@ -67,7 +69,10 @@ describe("exactness", () => {
     for (const r of refused) {
       expect(r.status).toBe(429);
       expect(r.body).toMatchObject({ code: "budget_exhausted", category: "request", budget: { owner: `key:${id}`, period: "month", amount: 20, used: 20 } });
-      expect(Number(r.retryAfter)).toBeGreaterThan(0);
+      // The whole seconds to the month's reset, rounded up, from the instant it was refused.
+      const resetsAtMs = Date.parse((r.body!.budget as { resets_at: string }).resets_at);
+      expect(Number(r.retryAfter)).toBeGreaterThanOrEqual(Math.ceil((resetsAtMs - endMs) / 1000));
+      expect(Number(r.retryAfter)).toBeLessThanOrEqual(Math.ceil((resetsAtMs - startMs) / 1000));
     }
     expect(await originLog(tag)).toHaveLength(20);
     expect(await budgetOf(`/keys/${id}`, "request")).toMatchObject({ used: 20, remaining: 0 });
