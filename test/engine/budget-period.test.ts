@@ -36,6 +36,9 @@ describe("budget periods", () => {
     expect(crossedMask([0.8, 1], 7, 10)).toBe(0);
     expect(crossedMask([0.8, 1], 8, 10)).toBe(1);
     expect(crossedMask([0.8, 1], 10, 10)).toBe(3);
+    // A budget of 0: any spend crosses every threshold; nothing spent crosses none.
+    expect(crossedMask([0.8, 1], 0, 0)).toBe(0);
+    expect(crossedMask([0.8, 1], 1, 0)).toBe(3);
     expect(crossedMask([0.8, 1], 12, 10)).toBe(3);
   });
 });

@@ -21,6 +21,17 @@ describe("rateLimitHeaders", () => {
     ]);
   });
 
+  it("lists only the policies the request was charged under: a charge of cost 0 is left out", () => {
+    const request = compileLimit({ count: 10, window_s: 1 });
+    const free = compileLimit({ count: 5, window_s: 60 });
+    const charges: Charge[] = [
+      { subject: SUBJECT, category: "request", limits: [request], cost: 1 },
+      { subject: SUBJECT, category: "static_bytes", limits: [free], cost: 0 },
+    ];
+    const decision = admit(new LimiterTable(1, { seed: 1 }), charges, 0);
+    expect(rateLimitHeaders(decision, charges)[0]).toEqual(["RateLimit-Policy", '"request-ip-1s";q=10;w=1']);
+  });
+
   it("reports the count per window as the limit in both families and names the burst in a vendor parameter", () => {
     const table = new LimiterTable(1, { seed: 1 });
     const charges: Charge[] = [

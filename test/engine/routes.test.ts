@@ -11,6 +11,24 @@ const ROUTES: RouteSpec[] = [
   { method: "post", path: "/*", charges: { write: 2 } },
 ];
 
+describe("route spelling", () => {
+  const matcher = compileRoutes([
+    { path: "/buzz/:id" },
+    { path: "/a/:p/b" },
+  ]);
+
+  it("folds every upper-case ASCII letter, Z and A included, when matching a literal segment", () => {
+    for (const path of ["/BUZZ/1", "/Buzz/1", "/bUZz/1"]) expect(matcher.match("GET", path)?.index, path).toBe(0);
+    expect(matcher.match("GET", "/A/x/B")?.index).toBe(1);
+  });
+
+  it("never matches an empty segment to a :param", () => {
+    expect(matcher.match("GET", "/buzz//")).toBeNull();
+    expect(matcher.match("GET", "/a//b")).toBeNull();
+    expect(matcher.match("GET", "/a/x/b")?.params).toEqual({ p: "x" });
+  });
+});
+
 describe("compileRoutes", () => {
   const matcher = compileRoutes(ROUTES);
   const match = (method: string, path: string) => {
