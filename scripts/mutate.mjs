@@ -89,6 +89,9 @@ function occurrences(text, find) {
   return n;
 }
 
+/** The vitest run under way (its process group is ended with this script). */
+let running = null;
+
 /** Runs vitest on `files` in the worktree; resolves with its outcome. */
 function runTests(files, label, bail = true) {
   const projects = [...new Set(files.map(projectOf))];
@@ -97,6 +100,7 @@ function runTests(files, label, bail = true) {
   return new Promise((resolveRun) => {
     const started = Date.now();
     const child = spawn("npx", argv, { cwd: worktree, stdio: ["ignore", "pipe", "pipe"], detached: true });
+    running = child;
     let output = "";
     child.stdout.on("data", (d) => (output += d));
     child.stderr.on("data", (d) => (output += d));
@@ -109,6 +113,7 @@ function runTests(files, label, bail = true) {
     }, timeoutMs);
     child.on("close", (code) => {
       clearTimeout(timer);
+      running = null;
       const failed = [];
       const failedFiles = new Set();
       try {
@@ -202,6 +207,11 @@ const restore = () => {
 for (const signal of ["SIGINT", "SIGTERM"]) {
   process.on(signal, () => {
     restore();
+    if (running !== null) {
+      try {
+        process.kill(-running.pid, "SIGKILL");
+      } catch {}
+    }
     process.exit(130);
   });
 }
