@@ -14,6 +14,7 @@ import { ALERT_RETRY_WINDOW_MS, deliverAlerts } from "../../src/alerts/deliver";
 import type { Bindings } from "../../src/exchange";
 import { clockedGateway, eventually, gatewayRequest, unique, uniqueIp } from "../helpers";
 import { adminCall, jsonOf, testConfig } from "./admin-helpers";
+import { FAILING_LEDGER, recordingQueue } from "./alert-helpers";
 
 const SECRET = "whsec-test-0123456789abcdef";
 const BASE_S = 5;
@@ -139,24 +140,6 @@ describe("alert delivery", () => {
 });
 
 describe("alerts raised once per period", () => {
-  function recordingQueue(): { ALERTS: { send(message: unknown): Promise<void> }; sent: AlertMessage[] } {
-    const sent: AlertMessage[] = [];
-    return { ALERTS: { send: async (message: unknown) => void sent.push(message as AlertMessage) }, sent };
-  }
-
-  const FAILING_LEDGER = {
-    idFromName: (name: string) => env.LIMIT_LEDGER.idFromName(name),
-    get: () =>
-      new Proxy(
-        {},
-        {
-          get: () => () => {
-            throw new Error("Durable Object reset because its code was updated.");
-          },
-        },
-      ),
-  };
-
   it("raises ledger.unavailable at most once a minute, and again once the minute has passed", async () => {
     const config = hookConfig(webhook(unique("hook-ledger-minute"), ""), {
       global: { on_error: "local" },

@@ -6,9 +6,9 @@
 // settles the request's own unit with its cost.
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import type { AlertMessage } from "../../src/alerts/alert";
 import { callGateway, clockedGateway, eventually, gatewayRequest, problemOf, unique } from "../helpers";
 import { adminCall, createTenant, jsonOf, mintKey, testConfig } from "./admin-helpers";
+import { recordingQueue } from "./alert-helpers";
 
 const HUGE = [{ count: 1_000_000, window_s: 1 }];
 
@@ -20,14 +20,18 @@ function configWith(extra: Record<string, unknown> = {}): Record<string, unknown
   });
 }
 
-function recordingQueue(): { ALERTS: { send(message: unknown): Promise<void> }; sent: AlertMessage[] } {
-  const sent: AlertMessage[] = [];
-  return { ALERTS: { send: async (message: unknown) => void sent.push(message as AlertMessage) }, sent };
-}
-
 async function putBudget(config: Record<string, unknown>, path: string, category: string, body: Record<string, unknown>): Promise<void> {
   const res = await adminCall("PUT", `${path}/budgets/${category}`, config, { body });
   expect([200, 201]).toContain(res.status);
+}
+
+/** A new org with one tenant and a key of that tenant. */
+async function orgTenantWithKey(config: Record<string, unknown>, prefix: string): Promise<{ org: string; tenant: string; key: string }> {
+  const org = unique(prefix);
+  await jsonOf(await adminCall("PUT", `/orgs/${org}`, config, { body: {} }), 201);
+  const tenant = unique(`${prefix}-t`);
+  await createTenant(config, tenant, { org });
+  return { org, tenant, key: (await mintKey(config, tenant)).key };
 }
 
 function get(key: string): Request {
@@ -59,11 +63,7 @@ describe("budget thresholds", () => {
 
   it("names the org in an org budget's threshold alert, beside the tenant whose request crossed it", async () => {
     const config = configWith();
-    const org = unique("alertorg");
-    await jsonOf(await adminCall("PUT", `/orgs/${org}`, config, { body: {} }), 201);
-    const tenant = unique("alertorg-t");
-    await createTenant(config, tenant, { org });
-    const { key } = await mintKey(config, tenant);
+    const { org, tenant, key } = await orgTenantWithKey(config, "alertorg");
     await putBudget(config, `/orgs/${org}`, "request", { amount: 5, period: "month" });
     const { ALERTS, sent } = recordingQueue();
     for (let i = 0; i < 4; i++) expect((await callGateway(get(key), { TOLLGATE: config, ALERTS }, { settle: true })).status).toBe(200);
@@ -75,11 +75,7 @@ describe("budget thresholds", () => {
 describe("an org budget written now", () => {
   it("applies to the next request of a tenant whose key this isolate has cached", async () => {
     const config = configWith();
-    const org = unique("liveorg");
-    await jsonOf(await adminCall("PUT", `/orgs/${org}`, config, { body: {} }), 201);
-    const tenant = unique("liveorg-t");
-    await createTenant(config, tenant, { org });
-    const { key } = await mintKey(config, tenant);
+    const { org, key } = await orgTenantWithKey(config, "liveorg");
     // The key and its tenant (with no org budget) are now cached in this isolate.
     expect((await callGateway(get(key), { TOLLGATE: config }, { settle: true })).status).toBe(200);
     await putBudget(config, `/orgs/${org}`, "request", { amount: 2, period: "month" });
