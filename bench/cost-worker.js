@@ -9,6 +9,8 @@
 //   gateway at `npm run bench -- --base=<rev>`; without --base that file
 //   re-exports the first build, so both names are the same module). Two
 //   builds side by side in one isolate: how a change is measured.
+// - `gateway-off`: a second copy of the bundle (bench/.build/off/, its own
+//   module state) run with `mode: "off"` (the TOLLGATE_OFF binding).
 // - `pass`: a plain pass-through, what a user would otherwise deploy:
 //   fetch(ORIGIN_URL + path + query) with the client's headers, the answer
 //   returned as the runtime gives it. No header hygiene, no log line.
@@ -38,6 +40,7 @@
 // and header names.
 import gateway from "./.build/index.js";
 import base from "./.build/base/index.js";
+import off from "./.build/off/index.js";
 
 // The Durable Object classes the gateway binds, from the same bundle.
 export { LimitLedger, OrgQuota, TenantQuota } from "./.build/index.js";
@@ -52,6 +55,8 @@ export default {
         return gateway.fetch(request, env, ctx);
       case "gateway-base":
         return base.fetch(request, env, ctx);
+      case "gateway-off":
+        return off.fetch(request, offEnvOf(env), ctx);
       case "pass":
         return pass(request, env);
       case "hygienic":
@@ -67,6 +72,18 @@ export default {
     }
   },
 };
+
+let offEnv = null;
+let offEnvFor = null;
+
+/** The bindings with TOLLGATE_OFF as TOLLGATE, made once per env (the gateway compiles its runtime once per config). */
+function offEnvOf(env) {
+  if (offEnvFor !== env) {
+    offEnvFor = env;
+    offEnv = { ...env, TOLLGATE: env.TOLLGATE_OFF };
+  }
+  return offEnv;
+}
 
 function originUrl(request, env) {
   const url = request.url;

@@ -27,6 +27,7 @@ export function costCases({ keys, hotJwt, withBase = false }) {
     key: small("gateway: hot managed key, admitted", 200, as("gateway", bearer(keys.hot))),
     jwt: small("gateway: hot JWT (RS256), admitted", 200, as("gateway", bearer(hotJwt))),
     anonymous: small("gateway: anonymous caller, admitted", 200, as("gateway")),
+    off: small('gateway: mode "off", forwarding without checks', 200, as("gateway-off", bearer(keys.hot))),
     rate_limited: small("gateway: 429, a key over its limit", 429, as("gateway", bearer(keys.exhausted))),
     answer_429: small("control: the same 429, no checks", 429, as("answer-429", bearer(keys.exhausted))),
     invalid_key: small("gateway: 401, a made-up key from a fresh address", 401, as("gateway"), "flood"),
@@ -61,6 +62,7 @@ export const CPU_COMPARISONS = [
   { b: "anonymous", a: "pass" },
   { b: "anonymous", a: "hygienic", target: 1.1 },
   { b: "hygienic", a: "pass" },
+  { b: "off", a: "pass" },
   { b: "rate_limited", a: "answer_429", target: 1.25 },
   { b: "invalid_key", a: "answer_401", target: 1.25 },
   { b: "sse_priced", a: "sse_pass", perKiB: true },
@@ -69,9 +71,13 @@ export const CPU_COMPARISONS = [
   ...BASE_CASES.map((name) => ({ b: name, a: `${name}_base` })),
 ];
 
-/** The closed-loop throughput and fixed-rate latency parts: the gateway's hot key against both forwards. */
-export const LOAD_CASES = ["pass", "hygienic", "key"];
-export const THROUGHPUT_TARGET = { b: "key", a: "pass", atLeast: 0.9 };
+/** The closed-loop throughput part: the gateway's hot key and `mode: "off"` against both forwards; the fixed-rate latency part: the hot key. */
+export const LOAD_CASES = { throughput: ["pass", "hygienic", "key", "off"], latency: ["pass", "hygienic", "key"] };
+export const LOAD_COMPARISONS = { throughput: [["key", "pass"], ["key", "hygienic"], ["hygienic", "pass"], ["off", "pass"]], latency: [["key", "pass"], ["key", "hygienic"], ["hygienic", "pass"]] };
+export const THROUGHPUT_TARGETS = [
+  { b: "key", a: "pass", atLeast: 0.9 },
+  { b: "off", a: "pass", atLeast: 0.95 },
+];
 export const P99_TARGET = { b: "key", a: "pass", atMost: 1.1 };
 
 /** Workers Standard: USD per million CPU milliseconds, and per million requests, as read on PRICE_READ_ON. */
