@@ -13,7 +13,7 @@
 //
 //   node scripts/mutate.mjs [--rev <commit>] [--worktree <dir>] [--only <id,...>]
 //                           [--file <substring>] [--list] [--timeout-s <n>]
-//                           [--min-score <percent>] [--json <file>]
+//                           [--min-score <percent>] [--json <file>] [--mutants <file>]
 //
 // --rev        the commit measured (default HEAD); the worktree is moved to it
 // --worktree   where (default $TMPDIR/tollgate-mutate); created with
@@ -22,6 +22,7 @@
 // --only/--file  a subset of the mutants, by id or by source file
 // --list       checks every mutant applies (its `find` once in its file) and stops
 // --min-score  exit 1 below this share killed (default 90; stale mutants fail too)
+// --mutants    another list than scripts/mutants.mjs (an older one, to measure an older commit)
 //
 // Each mutant's tests run with --bail=1, one vitest process per project (the
 // project inferred from the path: test/engine → engine, the rest → workers); a
@@ -31,9 +32,9 @@
 import { execFileSync, spawn } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
+import { pathToFileURL } from "node:url";
 import { join, relative, resolve } from "node:path";
 import { parseArgs } from "node:util";
-import { MUTANTS } from "./mutants.mjs";
 
 const { values: args } = parseArgs({
   options: {
@@ -45,8 +46,10 @@ const { values: args } = parseArgs({
     "timeout-s": { type: "string", default: "300" },
     "min-score": { type: "string", default: "90" },
     json: { type: "string" },
+    mutants: { type: "string" },
   },
 });
+const { MUTANTS } = await import(args.mutants === undefined ? "./mutants.mjs" : pathToFileURL(resolve(args.mutants)).href);
 
 const repo = resolve(new URL("..", import.meta.url).pathname);
 const worktree = resolve(args.worktree);
