@@ -96,7 +96,7 @@ function occurrences(text, find) {
 let running = null;
 
 /** Runs vitest on `files` in the worktree; resolves with its outcome. */
-function runTests(files, label, bail = true) {
+function runTests(files, label, bail = true, limitMs = timeoutMs) {
   const projects = [...new Set(files.map(projectOf))];
   const report = join(reportDir, `${label}.json`);
   const argv = ["vitest", "run", ...(bail ? ["--bail=1"] : []), "--reporter=json", `--outputFile=${report}`, ...projects.flatMap((p) => ["--project", p]), ...files];
@@ -113,7 +113,7 @@ function runTests(files, label, bail = true) {
       try {
         process.kill(-child.pid, "SIGKILL");
       } catch {}
-    }, timeoutMs);
+    }, limitMs);
     child.on("close", (code) => {
       clearTimeout(timer);
       running = null;
@@ -186,9 +186,13 @@ if (args.list) {
 // files are (files in one runner share storage and module state).
 const allTests = [...new Set(plan.flatMap((p) => p.present))];
 console.log(`mutate: baseline, ${allTests.length} test files unplanted`);
-const baseline = await runTests(allTests, "baseline", false);
-if (baseline.code !== 0 || baseline.timedOut) {
-  const again = baseline.timedOut || baseline.failedFiles.length === 0 ? allTests : baseline.failedFiles;
+const baseline = await runTests(allTests, "baseline", false, Math.max(timeoutMs, 30 * 60_000));
+if (baseline.timedOut) {
+  console.error("mutate: the unplanted tests did not finish in 30 minutes; stopping");
+  process.exit(2);
+}
+if (baseline.code !== 0) {
+  const again = baseline.failedFiles.length === 0 ? allTests : baseline.failedFiles;
   for (const file of again) {
     const alone = await runTests([file], `baseline-${again.indexOf(file)}`, false);
     if (alone.code === 0 && !alone.timedOut) {
