@@ -9,7 +9,8 @@
 // capacity, never the bound.
 import type { Ask, AskReply, Returnable } from "../engine/lease-types";
 import type { Limit } from "../engine/limit";
-import { type LedgerFigures, ledgerLimitOf, limitKeyOf } from "./ledger-types";
+import { DIRECTORY_NAME } from "./ledger-accuracy";
+import { type LedgerAccuracy, type LedgerFigures, type LedgerListing, ledgerLimitOf, limitKeyOf } from "./ledger-types";
 import type { LimitLedger } from "./limit-ledger";
 
 export type LedgerNamespace = DurableObjectNamespace<LimitLedger>;
@@ -18,11 +19,20 @@ function ledgerOf(ns: LedgerNamespace, subject: string): DurableObjectStub<Limit
   return ns.get(ns.idFromName(subject));
 }
 
+/**
+ * The name the accuracy report may show for a subject's ledger: the subject
+ * itself, except an address (`ip:…`), which is only ever `ip`.
+ */
+export function ledgerLabelOf(subject: string): string {
+  return subject.startsWith("ip:") ? "ip" : subject;
+}
+
 /** Sends an ask (lease-book.ts) to the subject's ledger: at the time it was made, returning what the slots' old leases held. */
 export async function askLedger(ns: LedgerNamespace, ask: Ask): Promise<AskReply> {
   const reply = await ledgerOf(ns, ask.group.subject).grant({
     category: ask.group.category,
     nowMs: ask.askedAtMs,
+    label: ledgerLabelOf(ask.group.subject),
     items: ask.items.map((item) => ({
       limit: ledgerLimitOf(item.limit),
       need: item.need,
@@ -93,4 +103,18 @@ export async function ledgerStandingOf(ns: LedgerNamespace, subject: string, cat
  */
 export async function resetLedger(ns: LedgerNamespace, subject: string): Promise<{ states: number }> {
   return ledgerOf(ns, subject).reset();
+}
+
+/**
+ * The ledgers that had calls since `sinceMs`, busiest first (at most
+ * `limit`), from the directory every ledger with calls registers with.
+ * Throws when the directory cannot be reached.
+ */
+export async function listLedgers(ns: LedgerNamespace, sinceMs: number, limit: number): Promise<LedgerListing> {
+  return ns.get(ns.idFromName(DIRECTORY_NAME)).ledgers({ sinceMs: Math.floor(sinceMs), limit });
+}
+
+/** What the ledger with Durable Object id `ledgerId` (from listLedgers) did in the minutes since `sinceMs`. Throws when it cannot be reached. */
+export async function ledgerAccuracyOf(ns: LedgerNamespace, ledgerId: string, sinceMs: number, nowMs: number): Promise<LedgerAccuracy> {
+  return ns.get(ns.idFromString(ledgerId)).accuracy({ nowMs: Math.floor(nowMs), sinceMs: Math.floor(sinceMs) });
 }

@@ -29,6 +29,13 @@ export interface LedgerGrantRequest {
   category: string;
   nowMs: number;
   items: LedgerAskItem[];
+  /**
+   * Who the ledger's subject is, as the accuracy report may name it: the
+   * subject itself (`key:<digest>`, `tenant:<slug>`, `jwt:<hex>`,
+   * `anonymous`), or `ip` alone for an address, which never reaches the
+   * ledger. Kept in the directory of ledgers (ledgerLabelOf).
+   */
+  label?: string;
 }
 
 export interface LedgerFigures {
@@ -75,6 +82,53 @@ export interface LedgerStats {
   startedAtMs: number;
   /** States held (limits not yet earned back, or not yet cleaned up). */
   states: number;
+}
+
+/** What one global limit of a ledger did in the minutes asked about: the accuracy report's figures. */
+export interface LedgerLimitAccuracy {
+  category: string;
+  limit: LedgerLimit;
+  /** Units granted in leases, and the unspent units isolates gave back (credited or not). */
+  grantedUnits: number;
+  returnedUnits: number;
+  asks: number;
+  refusedAsks: number;
+  /** The first and last minute (Unix ms, whole minutes of the calls' clocks) with a call. */
+  firstMinuteMs: number;
+  lastMinuteMs: number;
+  /** The minute whose granted less returned units were the most, and that figure. */
+  busiestMinuteMs: number;
+  busiestMinuteUnits: number;
+}
+
+export interface LedgerAccuracy {
+  limits: LedgerLimitAccuracy[];
+  /** RPC calls in the minutes asked about, the first minute with one (null: none), and the most in one second. */
+  calls: number;
+  firstCallMinuteMs: number | null;
+  peakCallsPerS: number;
+}
+
+export interface LedgerAccuracyRequest {
+  nowMs: number;
+  /** Minutes that start at or after this. */
+  sinceMs: number;
+}
+
+/** A ledger telling the directory it had calls lately. */
+export interface LedgerRegistration {
+  /** The ledger's Durable Object id (hex): the directory never learns more of the subject than the label. */
+  ledgerId: string;
+  label: string;
+  nowMs: number;
+  /** Calls the ledger served since it last registered: the directory lists the busiest first. */
+  calls: number;
+}
+
+export interface LedgerListing {
+  ledgers: { ledgerId: string; label: string; seenMs: number; calls: number }[];
+  /** Ledgers seen since `sinceMs`, listed or not. */
+  seen: number;
 }
 
 /** The wire form of a compiled global limit. */
@@ -137,6 +191,17 @@ export interface GrantInput {
   category: string;
   nowMs: number;
   items: { limit: Limit; need: number; want: number; returning: number; returningGrantedAtMs: number }[];
+  label: string | null;
+}
+
+const MAX_LABEL_CHARS = 160;
+const MAX_LISTED_LEDGERS = 500;
+
+/** A label as the directory keeps it: never an address (`ip:` is refused; an address subject is labelled `ip`). */
+function label(value: unknown): string {
+  if (typeof value !== "string" || value.length === 0 || value.length > MAX_LABEL_CHARS) fail("label", `must be a string of 1..${MAX_LABEL_CHARS} characters`);
+  if (value.startsWith("ip:")) fail("label", "must not name an address");
+  return value;
 }
 
 export function grantInput(req: unknown): GrantInput {
@@ -152,7 +217,29 @@ export function grantInput(req: unknown): GrantInput {
       returningGrantedAtMs: timeMs(item.returningGrantedAtMs, `items[${i}].returningGrantedAtMs`),
     };
   });
-  return { category: category(o.category), nowMs: timeMs(o.nowMs), items: distinct(items, "items") };
+  return { category: category(o.category), nowMs: timeMs(o.nowMs), items: distinct(items, "items"), label: o.label === undefined ? null : label(o.label) };
+}
+
+export function accuracyInput(req: unknown): LedgerAccuracyRequest {
+  const o = object(req, "request");
+  return { nowMs: timeMs(o.nowMs), sinceMs: timeMs(o.sinceMs, "sinceMs") };
+}
+
+export function registrationInput(req: unknown): LedgerRegistration {
+  const o = object(req, "request");
+  if (typeof o.ledgerId !== "string" || !/^[0-9a-f]{64}$/.test(o.ledgerId)) fail("ledgerId", "must be a Durable Object id (64 hex digits)");
+  return { ledgerId: o.ledgerId, label: label(o.label), nowMs: timeMs(o.nowMs), calls: whole(o.calls, "calls", 0, Number.MAX_SAFE_INTEGER) };
+}
+
+export function listingInput(req: unknown): { sinceMs: number; limit: number } {
+  const o = object(req, "request");
+  return { sinceMs: timeMs(o.sinceMs, "sinceMs"), limit: whole(o.limit, "limit", 1, MAX_LISTED_LEDGERS) };
+}
+
+/** A limit key (limitKeyOf) back as the wire limit. */
+export function ledgerLimitOfKey(key: string): LedgerLimit {
+  const [count, windowMs, burst] = key.split("/").map(Number);
+  return { count: count!, window_s: windowMs! / 1000, burst: burst! };
 }
 
 export function giveBackInput(req: unknown): { category: string; nowMs: number; returns: { limit: Limit; units: number; grantedAtMs: number }[] } {

@@ -16,22 +16,38 @@
 // given back after its row is gone is credited nothing, which is safe) and
 // sets itself again only while rows remain; it is set about once per grace
 // period, not per call.
+//
+// Accuracy (GET /global/accuracy): every call also counts, in its own
+// transaction, what it granted, took back and refused per minute and limit,
+// and the calls per minute (ledger-accuracy.ts); the alarm keeps those
+// minutes ACCURACY_RETAIN_MS. A ledger with calls tells the directory (the
+// ledger named DIRECTORY_NAME) its id and the label its callers gave it,
+// every REGISTER_EVERY_MS, so the report knows which ledgers to read.
 import { DurableObject } from "cloudflare:workers";
 import { answerAsk, chargeDebtOn, EMPTY_STATE, type GcraState, giveBack, refundOn, standingAt } from "../engine/ledger-gcra";
 import type { Limit } from "../engine/limit";
+import { errorName, log } from "../log/logger";
+import { ACCURACY_RETAIN_MS, type AccuracyRow, DIRECTORY_NAME, foldAccuracy, MINUTE_MS, minuteOf, REGISTER_EVERY_MS } from "./ledger-accuracy";
 import { LEDGER_MIGRATIONS, LEDGER_SQL } from "./limit-ledger-sql";
 import {
+  accuracyInput,
   giveBackInput,
   type GrantInput,
   grantInput,
+  type LedgerAccuracy,
+  type LedgerAccuracyRequest,
   type LedgerFigures,
   type LedgerGiveBackRequest,
   type LedgerGrantRequest,
   type LedgerGrantResult,
+  type LedgerListing,
+  type LedgerRegistration,
   type LedgerSettleRequest,
   type LedgerStandingRequest,
   type LedgerStats,
   limitKeyOf,
+  listingInput,
+  registrationInput,
   settleInput,
   standingInput,
 } from "./ledger-types";
@@ -48,6 +64,16 @@ export class LimitLedger extends DurableObject<Env> {
   #alarmAtMs: number | null | undefined = undefined;
   /** The latest TAT this instance wrote. */
   #latestTatMs = 0;
+  /** The newest minute with a call, and the second being counted for the peak (calls' clocks). */
+  #minuteMs = -1;
+  #secondMs = -1;
+  #secondCalls = 0;
+  /** What the callers call this ledger, when it last told the directory, and the calls since. */
+  #label: string | null = null;
+  #registeredAtMs = Number.NEGATIVE_INFINITY;
+  #callsSinceRegistered = 0;
+  /** The directory's own housekeeping: when it last deleted entries not seen lately. */
+  #directoryPrunedAtMs = Number.NEGATIVE_INFINITY;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -76,10 +102,15 @@ export class LimitLedger extends DurableObject<Env> {
       // Refused: only the give-backs change anything.
       items.forEach((item, k) => {
         if (outcome.granted || item.returning > 0) this.#write(category, item.limit, outcome.states[k]!, nowMs);
+        const refused = !outcome.granted && outcome.index === k ? 1 : 0;
+        this.#noteLimit(category, item.limit, nowMs, outcome.granted ? outcome.grants[k]!.units : 0, item.returning, 1, refused);
       });
+      this.#noteCall(nowMs);
       if (!outcome.granted) return { status: "denied", index: outcome.index, retryAfterMs: outcome.retryAfterMs, ...outcome.standing };
       return { status: "granted", grants: outcome.grants.map((g) => ({ units: g.units, ...g.standing })) };
     });
+    if (input.label !== null) this.#label = input.label;
+    this.#registerWhenDue(input.nowMs);
     await this.#cleanupLater();
     return result;
   }
@@ -93,9 +124,11 @@ export class LimitLedger extends DurableObject<Env> {
         const row = this.#read(category, r.limit);
         const back = giveBack(r.limit, row.state, r.units, r.grantedAtMs, nowMs, row.seenMs);
         if (back.creditedUnits > 0) this.#write(category, r.limit, back.state, nowMs);
+        this.#noteLimit(category, r.limit, nowMs, 0, r.units, 0, 0);
         return back.creditedUnits;
       }),
     );
+    this.#noteCall(nowMs);
     return { creditedUnits };
   }
 
@@ -111,9 +144,12 @@ export class LimitLedger extends DurableObject<Env> {
         const before = this.#read(category, limit).state;
         const after = kind === "debt" ? chargeDebtOn(limit, before, units, nowMs) : refundOn(limit, before, units, nowMs);
         this.#write(category, limit, after, nowMs);
+        // A debt is units admitted past the lease; a refund, units the lease charged and did not spend.
+        this.#noteLimit(category, limit, nowMs, kind === "debt" ? units : 0, kind === "refund" ? units : 0, 0, 0);
         return standingAt(limit, after, nowMs);
       }),
     );
+    this.#noteCall(nowMs);
     await this.#cleanupLater();
     return figures;
   }
@@ -122,6 +158,7 @@ export class LimitLedger extends DurableObject<Env> {
   standing(req: LedgerStandingRequest): LedgerFigures[] {
     this.#calls++;
     const { category, nowMs, limits } = standingInput(req);
+    this.#noteCall(nowMs);
     return limits.map((limit) => standingAt(limit, this.#read(category, limit).state, nowMs));
   }
 
@@ -137,6 +174,37 @@ export class LimitLedger extends DurableObject<Env> {
     return { states };
   }
 
+  /**
+   * What this ledger did in the minutes that start at or after `sinceMs`:
+   * per (category, limit) units granted and given back, asks and refusals,
+   * the busiest minute; the calls served and the most in one second. Reading
+   * it is not counted as a call.
+   */
+  accuracy(req: LedgerAccuracyRequest): LedgerAccuracy {
+    const { sinceMs } = accuracyInput(req);
+    const from = minuteOf(sinceMs) === sinceMs ? sinceMs : minuteOf(sinceMs) + MINUTE_MS;
+    const rows = this.#sql.exec<AccuracyRow & Record<string, SqlStorageValue>>(LEDGER_SQL.accuracySince, from).toArray();
+    const calls = this.#sql.exec<{ calls: number; firstMinuteMs: number | null; peakPerS: number }>(LEDGER_SQL.callsSince, from).one();
+    return { limits: foldAccuracy(rows), calls: calls.calls, firstCallMinuteMs: calls.firstMinuteMs, peakCallsPerS: calls.peakPerS };
+  }
+
+  /** The directory's side: a ledger says it had calls lately (see REGISTER_EVERY_MS). */
+  register(req: LedgerRegistration): void {
+    const { ledgerId, label, nowMs, calls } = registrationInput(req);
+    this.#sql.exec(LEDGER_SQL.register, ledgerId, label, nowMs, calls);
+    if (nowMs - this.#directoryPrunedAtMs >= MINUTE_MS) {
+      this.#directoryPrunedAtMs = nowMs;
+      this.#sql.exec(LEDGER_SQL.removeUnseen, nowMs - ACCURACY_RETAIN_MS);
+    }
+  }
+
+  /** The directory's side: the ledgers seen since `sinceMs`, busiest first (calls in their last registration), at most `limit`. */
+  ledgers(req: { sinceMs: number; limit: number }): LedgerListing {
+    const { sinceMs, limit } = listingInput(req);
+    const ledgers = this.#sql.exec<{ ledgerId: string; label: string; seenMs: number; calls: number }>(LEDGER_SQL.listLedgers, sinceMs, limit).toArray();
+    return { ledgers, seen: this.#sql.exec<{ n: number }>(LEDGER_SQL.countLedgers, sinceMs).one().n };
+  }
+
   /** Calls served by this instance and states held: for the benchmark and operators, never a subject. */
   stats(): LedgerStats {
     return { calls: this.#calls, startedAtMs: this.#startedAtMs, states: this.#sql.exec<{ n: number }>(LEDGER_SQL.count).one().n };
@@ -145,15 +213,20 @@ export class LimitLedger extends DurableObject<Env> {
   /** Deletes states earned back more than the grace ago; sets itself again only while states remain. Idempotent. */
   override async alarm(): Promise<void> {
     const nowMs = Date.now();
-    const latest = this.ctx.storage.transactionSync(() => {
+    const { latest, newest } = this.ctx.storage.transactionSync(() => {
       this.#sql.exec(LEDGER_SQL.removeEarnedBack, nowMs - CLEANUP_GRACE_MS);
-      return this.#sql.exec<{ latest: number | null }>(LEDGER_SQL.latest).one().latest;
+      this.#removeOldMinutes(nowMs);
+      return {
+        latest: this.#sql.exec<{ latest: number | null }>(LEDGER_SQL.latest).one().latest,
+        newest: this.#sql.exec<{ newest: number | null }>(LEDGER_SQL.newestMinute).one().newest,
+      };
     });
-    if (latest === null) {
+    if (latest === null && newest === null) {
       this.#alarmAtMs = null;
       return;
     }
-    const at = Math.max(latest + CLEANUP_GRACE_MS, nowMs + 1000);
+    // Again when the states left are due, or the last minutes kept for the accuracy report are.
+    const at = Math.max(latest === null ? 0 : latest + CLEANUP_GRACE_MS, newest === null ? 0 : newest + MINUTE_MS + ACCURACY_RETAIN_MS, nowMs + 1000);
     await this.ctx.storage.setAlarm(at);
     this.#alarmAtMs = at;
   }
@@ -170,6 +243,55 @@ export class LimitLedger extends DurableObject<Env> {
     this.#sql.exec(LEDGER_SQL.upsert, category, limitKeyOf(limit), state.tatCeilMs, state.deficitUnits, seenMs);
     const latest = Math.max(state.tatCeilMs, seenMs);
     if (latest > this.#latestTatMs) this.#latestTatMs = latest;
+  }
+
+  /** Counts one call in its minute (the calls' clocks), and the most in one second; a new minute deletes those past the retention. */
+  #noteCall(nowMs: number): void {
+    const t = Math.floor(nowMs);
+    const minute = minuteOf(t);
+    const second = t - (t % 1000);
+    if (second !== this.#secondMs) {
+      this.#secondMs = second;
+      this.#secondCalls = 0;
+    }
+    this.#secondCalls++;
+    this.#callsSinceRegistered++;
+    this.#sql.exec(LEDGER_SQL.noteCall, minute, this.#secondCalls);
+    if (minute > this.#minuteMs) {
+      this.#minuteMs = minute;
+      this.#removeOldMinutes(t);
+    }
+  }
+
+  #noteLimit(category: string, limit: Limit, nowMs: number, grantedUnits: number, returnedUnits: number, asks: number, refusedAsks: number): void {
+    this.#sql.exec(LEDGER_SQL.noteLimit, minuteOf(nowMs), category, limitKeyOf(limit), grantedUnits, returnedUnits, asks, refusedAsks);
+  }
+
+  #removeOldMinutes(nowMs: number): void {
+    this.#sql.exec(LEDGER_SQL.removeOldMinutes, nowMs - ACCURACY_RETAIN_MS);
+    this.#sql.exec(LEDGER_SQL.removeOldCallMinutes, nowMs - ACCURACY_RETAIN_MS);
+  }
+
+  // Tells the directory this ledger had calls, at most every REGISTER_EVERY_MS,
+  // in the background: a failure is logged and tried again at the next grant.
+  #registerWhenDue(nowMs: number): void {
+    const label = this.#label;
+    if (label === null || nowMs - this.#registeredAtMs < REGISTER_EVERY_MS) return;
+    this.#registeredAtMs = nowMs;
+    const calls = this.#callsSinceRegistered;
+    this.#callsSinceRegistered = 0;
+    const ns = this.env.LIMIT_LEDGER;
+    const registration: LedgerRegistration = { ledgerId: this.ctx.id.toString(), label, nowMs: Math.floor(nowMs), calls };
+    this.ctx.waitUntil(
+      ns
+        .get(ns.idFromName(DIRECTORY_NAME))
+        .register(registration)
+        .catch((err: unknown) => {
+          log.warn("ledger_register_failed", { error: errorName(err) });
+          this.#registeredAtMs = Number.NEGATIVE_INFINITY;
+          this.#callsSinceRegistered += calls;
+        }),
+    );
   }
 
   // Keeps the cleanup alarm at or after the latest TAT written plus the
