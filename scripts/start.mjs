@@ -132,7 +132,7 @@ async function main() {
     const made = seeded.tenantCreated ? `Tenant "${DEV_TENANT}" and its key are new` : seeded.keyMinted ? `Tenant "${DEV_TENANT}" is as you left it; its key is new` : `Tenant "${DEV_TENANT}" and its key are as you left them`;
     console.log(`
 Tollgate is running on ${gatewayUrl}, in front of the demo origin on ${originUrl}.
-${made} (in ${DEV_ENV_FILE}: DEV_KEY); ${check.status === 200 ? "the key was checked: 200" : `the key's check answered ${check.status}`}. Try:
+${made} (the key is DEV_KEY in ${DEV_ENV_FILE}; checked: ${check.status === 200 ? "200" : `it answered ${check.status}`}). Try:
 
   curl -i -H "Authorization: Bearer ${seeded.key}" "${url}"
 
