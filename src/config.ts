@@ -7,7 +7,7 @@
 // config_invalid naming the field, and /_tollgate/health says so.
 import { z } from "zod";
 import { type CidrSet, parseCidrs } from "./engine/cidr";
-import { compileLimits, type Limit, limitError, type LimitScope } from "./engine/limit";
+import { compileLimits, type Limit, limitError, type LimitScope, listSizeError } from "./engine/limit";
 import type { CategoryDefaults, SubjectKind } from "./engine/resolve-limits";
 import { compileRoutes, ORIGIN_NAME, type RouteMatcher, routeSpecError } from "./engine/routes";
 import { HEADER_VERSIONS, type HeaderVersion } from "./engine/rate-limit-headers";
@@ -100,6 +100,9 @@ export const DEFAULT_ALERT_RETRY_BASE_S = 30;
 /** Alerts of one type an isolate queues per minute; the rest are dropped and counted in the next one (`data.dropped`). */
 export const DEFAULT_ALERT_MAX_PER_TYPE_PER_MINUTE = 20;
 export const MAX_ALERT_MAX_PER_TYPE_PER_MINUTE = 10_000;
+/** Penalty blocks (a limit's `penalty`) one isolate writes per minute; past it they are not written, and counted (health's `penalties.dropped`). */
+export const DEFAULT_PENALTY_MAX_PER_MINUTE = 600;
+export const MAX_PENALTY_MAX_PER_MINUTE = 100_000;
 
 const WEBHOOK_URL_RULE = "must be an https:// URL (http:// only to a loopback address, for development), without credentials or a fragment";
 const WEBHOOK_HOST_RULE =
@@ -132,15 +135,23 @@ const CATEGORY_NAME = /^[a-z][a-z0-9_]{0,31}$/;
 // agree on what is valid (a count of 0 is invalid, not "deny").
 const limitSchema = z.unknown().superRefine((value, ctx) => {
   const reason = limitError(value);
-  if (reason !== null) ctx.addIssue({ code: "custom", message: reason, path: reason.startsWith("delay_max_ms ") ? ["delay_max_ms"] : [] });
+  if (reason === null) return;
+  const field = /^(delay_max_ms|shadow|penalty)(?:\.(after|within_s|block_s))?\b/.exec(reason);
+  ctx.addIssue({ code: "custom", message: reason, path: field === null ? [] : field[2] === undefined ? [field[1]!] : [field[1]!, field[2]] });
 });
-const limitListSchema = z.array(limitSchema).max(3, "at most 3 limits per list");
+const limitListSchema = z.array(limitSchema).superRefine((list, ctx) => {
+  const reason = listSizeError(list);
+  if (reason !== null) ctx.addIssue({ code: "custom", message: reason });
+});
 // The admin token's and the auth-failure gate's limits are charged before the
 // rate-limit step, in the isolate's table: a global scope there would be ignored, so it is refused.
 const isolateLimitSchema = z.unknown().superRefine((value, ctx) => {
   const reason = limitError(value);
   if (reason !== null) ctx.addIssue({ code: "custom", message: reason });
   else if ((value as { scope?: unknown }).scope === "global") ctx.addIssue({ code: "custom", message: 'must have scope "isolate": this limit is charged in each isolate', path: ["scope"] });
+  // Charged before the rate-limit step, where nothing decides a shadow limit or counts a penalty.
+  else if ((value as { shadow?: unknown }).shadow === true) ctx.addIssue({ code: "custom", message: "must not be shadow: this limit is charged before the rate-limit step", path: ["shadow"] });
+  else if ((value as { penalty?: unknown }).penalty !== undefined) ctx.addIssue({ code: "custom", message: "must not have a penalty: this limit is charged before the rate-limit step", path: ["penalty"] });
 });
 const isolateLimitListSchema = z.array(isolateLimitSchema).max(3, "at most 3 limits per list");
 
@@ -288,6 +299,10 @@ export const configSchema = z.strictObject({
     )
     .default({}),
   blocked_countries: list(z.string().regex(/^[A-Z]{2}$/, "must be an ISO 3166-1 alpha-2 code in capitals, such as DE")).default([]),
+  // The penalty box's bound on writes: a flood of distinct callers cannot turn refusals into more D1 writes than this per isolate.
+  penalty: z
+    .strictObject({ max_per_minute: boundedInt(MAX_PENALTY_MAX_PER_MINUTE).default(DEFAULT_PENALTY_MAX_PER_MINUTE) })
+    .default({ max_per_minute: DEFAULT_PENALTY_MAX_PER_MINUTE }),
 });
 
 export type RawConfig = z.output<typeof configSchema>;
@@ -351,6 +366,8 @@ export interface Config {
   readonly alertRetryBaseS: number;
   /** Alerts of one type an isolate queues per minute; past it they are dropped and counted in the next one. */
   readonly alertMaxPerTypePerMinute: number;
+  /** Penalty blocks one isolate writes per minute; past it they are dropped and counted. */
+  readonly penaltyMaxPerMinute: number;
   /** Named origins: a base URL or a service binding (checked against the Worker's bindings by the runtime). */
   readonly origins: Readonly<Record<string, OriginSpec>>;
   /** Each route as `METHOD /path` (`* /path` for any method), by route index: the Analytics Engine's route blob. */
@@ -466,6 +483,7 @@ export function parseConfig(raw: unknown): ConfigResult {
       alertWebhookUrl: c.alerts.webhook_url ?? null,
       alertRetryBaseS: c.alerts.retry_base_s,
       alertMaxPerTypePerMinute: c.alerts.max_per_type_per_minute,
+      penaltyMaxPerMinute: c.penalty.max_per_minute,
     },
   };
 }

@@ -43,6 +43,13 @@ export type BudgetCategories = ReadonlySet<string> | null;
 /** What the request log records as the outcome. */
 export type Decision = "admitted" | "exempt" | "off" | ProblemCode | `shadow:${ProblemCode}`;
 
+/** A refusal a shadow policy (a limit, budget or block with `shadow: true`) would have made: the request went on. */
+export interface ShadowMark {
+  readonly code: ProblemCode;
+  /** The policy as RateLimit-Policy names it (`request-key-60s`), `budget-<category>-<owner kind>-<period>`, or a block's `block-<id>` / `penalty:<policy>`. */
+  readonly policy: string;
+}
+
 /** A tenant as the gateway charges it: limits compiled, read through the isolate's caches. */
 export interface TenantInfo {
   readonly slug: string;
@@ -207,6 +214,8 @@ export class Exchange {
   decision: Decision = "admitted";
   /** Refusals that `mode: "shadow"` recorded instead of answering. */
   shadow: ProblemCode[] | null = null;
+  /** Refusals shadow policies would have made (the request went on): the answer's Tollgate-Shadow, the log, traffic. */
+  shadowPolicies: ShadowMark[] | null = null;
   /** The RateLimit headers of the tightest limit, for the answer. */
   rateHeaders: HeaderList | null = null;
   /** Releases this request's in-flight slot; set by the in-flight step, called once by whoever ends the request. */
@@ -243,8 +252,10 @@ export class Exchange {
   readonly declaredBytes: number | null;
   /** A global limit's ledger could not answer and `global.on_error` decided instead (the request log says so). */
   ledgerError = false;
-  /** The id of the operator's block that refused this request (a `block.hit` alert names it), or null. */
+  /** The id of the operator's block that refused this request (a `block.hit` alert names it), or null; 0 for a penalty this isolate wrote whose row has not landed yet. */
   blockId: number | null = null;
+  /** The penalty that block is (`penalty:<policy>`), or null for an operator's block. */
+  blockPenalty: string | null = null;
 
   constructor(request: Request, env: Bindings, ctx: Background | null, runtime: ExchangeRuntime, config: Config, path: string, search: string, declaredBytes: number | null, nowMs: number) {
     this.request = request;
@@ -271,6 +282,12 @@ export class Exchange {
    * request log's decision); in `mode: "shadow"` it is recorded (the response
    * carries `Tollgate-Shadow: <code>`) and null tells the step to go on.
    */
+  /** Records a refusal a shadow policy would have made (once per policy and code). */
+  markShadow(code: ProblemCode, policy: string): void {
+    const marks = (this.shadowPolicies ??= []);
+    if (!marks.some((m) => m.code === code && m.policy === policy)) marks.push({ code, policy });
+  }
+
   refuse(code: ProblemCode, response: Response): Response | null {
     if (this.config.mode === "shadow") {
       (this.shadow ??= []).push(code);

@@ -13,6 +13,7 @@ import type { Config } from "./config";
 import { Exchange, type Bindings, type ExchangeRuntime } from "./exchange";
 import type { AuthFailureGate } from "./limits/auth-gate";
 import type { HeldRequests, Sleep } from "./limits/delay";
+import type { PenaltyBox } from "./limits/penalty";
 import type { GlobalLeases } from "./limits/global-leases";
 import { type InFlightTable, inFlightBounds, inFlightLimit } from "./limits/in-flight";
 import { authenticate } from "./limits/authenticate";
@@ -52,6 +53,7 @@ export interface GatewayRuntime extends ExchangeRuntime, CredentialVerifier {
   readonly keyCheck: CredentialVerifier["keyCheck"];
   readonly leases: GlobalLeases;
   readonly policy: PolicyCache;
+  readonly penalties: PenaltyBox;
   readonly authGate: AuthFailureGate;
   readonly inFlight: InFlightTable;
   readonly held: HeldRequests;
@@ -114,6 +116,7 @@ export function compileGateway(runtime: GatewayRuntime): GatewayHandler {
       defaults: config.defaults,
       responseCharges: config.responseCharges,
       headerVersion: config.rateLimitHeaders,
+      penalties: { box: runtime.penalties, policy: runtime.policy },
       delay: { held: runtime.held, sleep: runtime.sleep, inFlight: runtime.inFlight, bounds: inFlightBounds(config.inFlight) },
     }),
   );

@@ -18,6 +18,7 @@ import { compileGateway, configFault, type GatewayHandler } from "./gateway";
 import { AuthFailureGate } from "./limits/auth-gate";
 import { GlobalLeases } from "./limits/global-leases";
 import { InFlightTable } from "./limits/in-flight";
+import { PenaltyBox } from "./limits/penalty";
 import { HeldRequests, type Sleep, timerSleep } from "./limits/delay";
 import { StreamTable } from "./limits/streams";
 import { UsageMeter } from "./db/usage-meter";
@@ -75,6 +76,8 @@ export interface Runtime {
   readonly keys: KeyCache;
   readonly keyCheck: KeyCheckLoader;
   readonly policy: PolicyCache;
+  /** Refusals counted for limits with a penalty, and the penalties this isolate wrote (bounded by penalty.max_per_minute). */
+  readonly penalties: PenaltyBox;
   readonly tenants: TenantCache;
   /** Key usage (last use, count) waiting to be written to D1; bounded by usage.max_pending. */
   readonly keyUsage: UsageTracker;
@@ -163,6 +166,7 @@ export function compileRuntime(env: Bindings, options: RuntimeOptions = {}): Run
     keys: new KeyCache(adminConfig),
     keyCheck: new KeyCheckLoader(adminConfig.cacheTtlMs),
     policy: new PolicyCache(adminConfig),
+    penalties: new PenaltyBox(adminConfig.penaltyMaxPerMinute),
     tenants: new TenantCache(adminConfig),
     keyUsage,
     meter: new UsageMeter(keyUsage),
@@ -242,6 +246,8 @@ export function healthOf(runtime: Runtime, env: Bindings): Record<string, unknow
   // This isolate's caller policy: whether blocks are enforced from a loaded snapshot, a kept one, or not at all.
   const policy = runtime.policy.health();
   out.policy = policy;
+  // The penalty box of this isolate: penalties written, and those past penalty.max_per_minute (not written).
+  out.penalties = runtime.penalties.health();
   if (policy.state === "failing_closed" || policy.state === "failing_open") out.status = "degraded";
   return out;
 }

@@ -36,9 +36,10 @@ export function registerBlockRoutes(app: Hono<AdminEnv>): void {
     const existing = await stored(() => getBlockByTarget(db, target.value));
     const subject = await adminAuditSubject(c.get("runtime"), db, target.value, nowMs);
     const reason = body.value.reason ?? null;
+    const shadow = body.value.shadow ?? false;
     const [written] = await stored(() =>
       db.batch([
-        putBlock(db, { target: target.value, expiresAt: expiresAtMs, reason, createdAt: nowMs, updatedAt: nowMs }),
+        putBlock(db, { target: target.value, expiresAt: expiresAtMs, reason, shadow, createdAt: nowMs, updatedAt: nowMs }),
         insertAuditEvent(db, {
           atMs: nowMs,
           kind: existing === null ? "block_created" : "block_replaced",
@@ -50,7 +51,8 @@ export function registerBlockRoutes(app: Hono<AdminEnv>): void {
             target: target.value,
             expires_at: expiresAtMs === null ? null : new Date(expiresAtMs).toISOString(),
             reason,
-            ...(existing === null ? {} : { id: existing.id, previous: { expires_at: presentBlock(existing, nowMs).expires_at, reason: existing.reason } }),
+            shadow,
+            ...(existing === null ? {} : { id: existing.id, previous: { expires_at: presentBlock(existing, nowMs).expires_at, reason: existing.reason, shadow: existing.shadow, penalty: presentBlock(existing, nowMs).penalty } }),
           },
         }),
       ]),
@@ -96,11 +98,14 @@ export function registerBlockRoutes(app: Hono<AdminEnv>): void {
           actor: "admin",
           tenant: tenantOf(existing.target),
           subject,
-          detail: { id: existing.id, target: existing.target, previous: { expires_at: previous.expires_at, reason: previous.reason, active: previous.active } },
+          // A penalty's target is a caller the gateway named, not the operator's input: the audit keeps only its digest (the subject).
+          detail: { id: existing.id, ...(existing.source === "penalty" ? {} : { target: existing.target }), previous: { expires_at: previous.expires_at, reason: previous.reason, active: previous.active, shadow: previous.shadow, penalty: previous.penalty } },
         }),
       ]),
     );
-    c.get("runtime").policy.clear();
+    const policy = c.get("runtime").policy;
+    policy.forgetPenalty(existing.id);
+    policy.clear();
     return c.json({ id: existing.id, target: existing.target, deleted: true });
   });
 }

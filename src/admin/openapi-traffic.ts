@@ -1,7 +1,7 @@
-// The OpenAPI paths of traffic and alerts: GET /traffic, GET /traffic/top-refused, GET /alerts.
+// The OpenAPI paths of traffic and alerts: GET /traffic, GET /traffic/top-refused, GET /traffic/shadow, GET /alerts.
 import { COMMON_ERRORS, type Json, jsonContent, op, problemResponse } from "./openapi-parts";
 import { TENANT_SLUG } from "./schemas";
-import { DEFAULT_ALERTS_PAGE, DEFAULT_TOP_REFUSED_MINUTES, MAX_ALERTS_PAGE, MAX_TOP_REFUSED_MINUTES, MAX_TRAFFIC_SPAN_DAYS, TOP_REFUSED_LIMIT } from "./traffic";
+import { DEFAULT_ALERTS_PAGE, DEFAULT_TOP_REFUSED_MINUTES, MAX_ALERTS_PAGE, MAX_TOP_REFUSED_MINUTES, MAX_TRAFFIC_SPAN_DAYS, SHADOW_TOP_CALLERS, TOP_REFUSED_LIMIT } from "./traffic";
 
 const iso: Json = { type: "string", format: "date-time" };
 const minute: Json = {
@@ -36,6 +36,39 @@ export function trafficPaths(): Json {
           "200": {
             description: "the callers",
             content: jsonContent({ type: "object", properties: { minutes: { type: "integer" }, since: iso, callers: { type: "array", items: { type: "object", properties: { caller: { type: "string" }, tenant: { type: ["string", "null"] }, refused: { type: "integer" }, overcount_at_most: { type: "integer" }, explain: { type: "string" } } } } } }),
+          },
+          "400": problemResponse("invalid_request: `minutes`"),
+          ...COMMON_ERRORS,
+        },
+        { parameters: [{ name: "minutes", in: "query", schema: { type: "integer", minimum: 1, maximum: MAX_TOP_REFUSED_MINUTES, default: DEFAULT_TOP_REFUSED_MINUTES } }] },
+      ),
+    },
+    "/traffic/shadow": {
+      get: op(
+        `What each shadow policy (a limit, budget or block with \`shadow: true\`) would have refused in the last \`minutes\`, summed over isolates: how many requests, by code and tenant, and the ${SHADOW_TOP_CALLERS} callers it would have refused most (explain-able ids; an address as its keyed digest). Policies are named as RateLimit-Policy names them (\`request-key-60s\`), \`budget-<category>-<owner kind>-<period>\` for a budget, \`block-<id>\` or \`penalty:<policy>\` for a block.`,
+        {
+          "200": {
+            description: "the shadow policies, the one that would have refused most first",
+            content: jsonContent({
+              type: "object",
+              properties: {
+                minutes: { type: "integer" },
+                since: iso,
+                policies: {
+                  type: "array",
+                  items: {
+                    type: "object",
+                    properties: {
+                      policy: { type: "string" },
+                      would_refuse: { type: "integer" },
+                      decisions: { type: "object", additionalProperties: { type: "integer" }, description: "requests by the code it would have answered" },
+                      tenants: { type: "object", additionalProperties: { type: "integer" }, description: "requests by tenant (`anonymous` for none)" },
+                      callers: { type: "array", items: { type: "object", properties: { caller: { type: "string" }, tenant: { type: ["string", "null"] }, would_refuse: { type: "integer" }, overcount_at_most: { type: "integer" }, explain: { type: "string" } } } },
+                    },
+                  },
+                },
+              },
+            }),
           },
           "400": problemResponse("invalid_request: `minutes`"),
           ...COMMON_ERRORS,

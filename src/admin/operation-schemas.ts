@@ -29,6 +29,7 @@ export const blockBodySchema = z.strictObject({
   target: z.string("must be a string").describe("ip:<address> (IPv6: its /64), net:<CIDR>, key:<id>, jwt:<64 hex> or tenant:<slug>"),
   expires_at: isoTimestamp.nullable().optional().describe("When the block stops applying; it must be in the future. Absent or null: never."),
   reason: reasonSchema.nullable().optional(),
+  shadow: z.boolean("must be true or false").optional().describe("Try the block: a request it would refuse goes on, marked `Tollgate-Shadow: blocked;policy=\"block-<id>\"` and counted (GET /traffic/shadow). Default false."),
 });
 registry.add(blockBodySchema, { id: "BlockBody" });
 
@@ -60,6 +61,8 @@ export const blockSchema = z.object({
   created_at: isoOut,
   updated_at: isoOut,
   active: z.boolean().describe("false once expires_at has passed"),
+  shadow: z.boolean().describe("true: refuses nothing, marks and counts what it would refuse"),
+  penalty: z.string().nullable().describe("The policy whose penalty box imposed it (its reason is `penalty:<policy>`); null for an operator's block"),
 });
 registry.add(blockSchema, { id: "Block" });
 

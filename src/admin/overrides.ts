@@ -66,12 +66,15 @@ export function registerOverrideRoutes(app: Hono<AdminEnv>): void {
     const db = database(c.env.DB);
     const existing = await stored(() => getOverride(db, callerKey.value));
     const subject = await adminAuditSubject(c.get("runtime"), db, callerKey.value, nowMs);
-    const row: OverrideRow = { callerKey: callerKey.value, limits: JSON.stringify(body.value.limits), updatedAt: nowMs, expiresAt: expiresAtMs, reason: body.value.reason ?? null };
+    // `shadow` on the override sets it on every limit in it (tried beside the limits that apply without it, or switched on).
+    const shadow = body.value.shadow;
+    const limits = shadow === undefined ? body.value.limits : Object.fromEntries(Object.entries(body.value.limits).map(([category, list]) => [category, list.map((l) => ({ ...l, shadow }))]));
+    const row: OverrideRow = { callerKey: callerKey.value, limits: JSON.stringify(limits), updatedAt: nowMs, expiresAt: expiresAtMs, reason: body.value.reason ?? null };
     const presented = presentOverride(row, nowMs);
-    const detail: Record<string, unknown> = { limits: presented.limits, expires_at: presented.expires_at, reason: presented.reason };
+    const detail: Record<string, unknown> = { limits: presented.limits, shadow: presented.shadow, expires_at: presented.expires_at, reason: presented.reason };
     if (existing !== null) {
       const previous = presentOverride(existing, nowMs);
-      detail.previous = { limits: previous.limits, expires_at: previous.expires_at, reason: previous.reason };
+      detail.previous = { limits: previous.limits, shadow: previous.shadow, expires_at: previous.expires_at, reason: previous.reason };
     }
     await stored(() => db.batch([putOverride(db, row), insertAuditEvent(db, { atMs: nowMs, kind: "override_set", actor: "admin", tenant: null, subject, detail })]));
     c.get("runtime").policy.clear();

@@ -44,10 +44,18 @@ export function presentKey(row: KeyListingRow) {
   };
 }
 
+/** Whether every limit of a stored KeyLimits object is a shadow one (and there is one). */
+function allShadow(limits: Record<string, unknown>): boolean {
+  const all = Object.values(limits).flatMap((list) => (Array.isArray(list) ? (list as unknown[]) : []));
+  return all.length > 0 && all.every((l) => typeof l === "object" && l !== null && (l as { shadow?: unknown }).shadow === true);
+}
+
 export function presentOverride(row: OverrideRow, nowMs: number) {
+  const limits = json(row.limits) ?? {};
   return {
     caller_key: row.callerKey,
-    limits: json(row.limits) ?? {},
+    limits,
+    shadow: allShadow(limits),
     expires_at: iso(row.expiresAt),
     reason: row.reason,
     active: isActive(row.expiresAt, nowMs),
@@ -64,6 +72,9 @@ export function presentBlock(row: BlockRow, nowMs: number) {
     created_at: iso(row.createdAt),
     updated_at: iso(row.updatedAt),
     active: isActive(row.expiresAt, nowMs),
+    shadow: row.shadow,
+    /** The policy whose penalty box wrote it (`request-ip-60s`), or null for an operator's block. */
+    penalty: row.source === "penalty" && row.reason?.startsWith("penalty:") === true ? row.reason.slice("penalty:".length) : null,
   };
 }
 

@@ -2,9 +2,9 @@
 // shapes it answers with. The OpenAPI document (openapi.ts) is generated from
 // these same objects, so the validation and the documentation cannot drift.
 import { z } from "zod";
-import { limitError } from "../engine/limit";
+import { limitError, listSizeError, MAX_LIMITS_PER_LIST, MAX_PENALTY_AFTER, MAX_PENALTY_BLOCK_S, MAX_PENALTY_WITHIN_S, MAX_SHADOW_LIMITS_PER_LIST } from "../engine/limit";
 
-export const MAX_LIMITS_PER_LIST = 3;
+export { MAX_LIMITS_PER_LIST };
 export const TENANT_SLUG = /^[a-z0-9][a-z0-9._-]{0,63}$/;
 /** Category names, as in the TOLLGATE config. */
 export const CATEGORY_NAME = /^[a-z][a-z0-9_]{0,31}$/;
@@ -41,6 +41,15 @@ export function limitParam(max: number, notWhole = "must be a whole number > 0")
 const positiveInt = z.number("must be a number").int("must be a whole number").positive("must be > 0");
 const nonNegativeInt = z.number("must be a number").int("must be a whole number").min(0, "must be >= 0");
 
+const penaltySchema = z
+  .strictObject({
+    after: positiveInt.max(MAX_PENALTY_AFTER, `must be <= ${MAX_PENALTY_AFTER}`).describe("Refusals by this limit that earn the caller a block."),
+    within_s: z.number("must be a number").positive("must be > 0").max(MAX_PENALTY_WITHIN_S, `must be <= ${MAX_PENALTY_WITHIN_S}`).describe("The span, in seconds, those refusals are counted over."),
+    block_s: positiveInt.max(MAX_PENALTY_BLOCK_S, `must be <= ${MAX_PENALTY_BLOCK_S}`).describe("How long the caller is then blocked (403 blocked, reason penalty:<policy>), in whole seconds."),
+  })
+  .describe("The penalty box: a caller this limit refuses `after` times within `within_s` seconds is blocked for `block_s` seconds (a block listed by GET /blocks, lifted by DELETE).");
+registry.add(penaltySchema, { id: "Penalty" });
+
 // The shape gives each field its own error path; the engine's own rule then
 // has the last word, so config, admin API and engine agree on what is valid.
 export const limitSchema = z
@@ -53,21 +62,32 @@ export const limitSchema = z
       .optional()
       .describe('"isolate": metered in each isolate on its own; "global": one limit across every isolate, through leases from the subject\'s LimitLedger (overshoot at most L·C/W). Default: the config\'s limiter.default_scope.'),
     delay_max_ms: nonNegativeInt.max(10_000, "must be <= 10000").optional().describe("Hold a request whose exact retry delay is at most this many ms, and forward it when the limit allows, instead of answering 429 (isolate-scope limits). Default 0: refuse."),
+    shadow: z
+      .boolean("must be true or false")
+      .optional()
+      .describe("Try the limit without enforcing it: it is kept exactly as if enforced, but a request it would refuse goes on, marked `Tollgate-Shadow: rate_limited;policy=\"<name>\"` and counted (GET /traffic/shadow). Not advertised in RateLimit-Policy. Switched off, it enforces from the state it kept. Never with scope global."),
+    penalty: penaltySchema.optional(),
   })
   .superRefine((value, ctx) => {
     const reason = limitError(value);
     if (reason === null) return;
-    // The engine's reasons start with the field they are about.
-    const field = /^(count|window_s|burst|scope|delay_max_ms)\b/.exec(reason)?.[1];
-    ctx.addIssue({ code: "custom", message: reason, path: field === undefined ? [] : [field] });
+    // The engine's reasons start with the field they are about (`penalty.after …` for a penalty's).
+    const field = /^(count|window_s|burst|scope|delay_max_ms|shadow|penalty)(?:\.(after|within_s|block_s))?\b/.exec(reason);
+    ctx.addIssue({ code: "custom", message: reason, path: field === null ? [] : field[2] === undefined ? [field[1]!] : [field[1]!, field[2]] });
   });
 registry.add(limitSchema, { id: "Limit", description: "A sustained `count` per `window_s` seconds with bursts up to `burst`, per isolate or across all of them (`scope`)." });
 
-const limitListSchema = z.array(limitSchema, "must be a list of limits").max(MAX_LIMITS_PER_LIST, `at most ${MAX_LIMITS_PER_LIST} limits per list`);
+const limitListSchema = z
+  .array(limitSchema, "must be a list of limits")
+  .max(MAX_LIMITS_PER_LIST + MAX_SHADOW_LIMITS_PER_LIST, `at most ${MAX_LIMITS_PER_LIST} limits per list (and ${MAX_SHADOW_LIMITS_PER_LIST} shadow ones beside them)`)
+  .superRefine((list, ctx) => {
+    const reason = listSizeError(list);
+    if (reason !== null) ctx.addIssue({ code: "custom", message: reason });
+  });
 const categoryKey = z.string().regex(CATEGORY_NAME, "category names match ^[a-z][a-z0-9_]{0,31}$");
 
 export const keyLimitsSchema = z.record(categoryKey, limitListSchema, "must be an object of categories");
-registry.add(keyLimitsSchema, { id: "KeyLimits", description: "Limits per category for one key or caller: up to 3 per category, all must fit." });
+registry.add(keyLimitsSchema, { id: "KeyLimits", description: "Limits per category for one key or caller: up to 3 per category, all must fit (and up to 3 shadow limits beside them)." });
 
 export const tenantLimitsSchema = z.record(
   categoryKey,
@@ -111,6 +131,10 @@ export const reasonSchema = z.string("must be a string").max(MAX_REASON_CHARS, `
 
 export const overrideBodySchema = z.strictObject({
   limits: keyLimitsSchema,
+  shadow: z
+    .boolean("must be true or false")
+    .optional()
+    .describe("Try the whole override: every limit in it is a shadow limit, tried beside the limits that apply without it (which stay in force). false: every limit enforced."),
   expires_at: isoTimestamp.nullable().optional().describe("When the override stops applying; it must be in the future. Absent or null: never."),
   reason: reasonSchema.nullable().optional(),
 });
@@ -168,6 +192,7 @@ registry.add(mintedKeySchema, { id: "MintedKey" });
 export const overrideSchema = z.object({
   caller_key: z.string(),
   limits: keyLimitsSchema,
+  shadow: z.boolean().describe("true when every limit of the override is a shadow one"),
   expires_at: isoOut.nullable(),
   reason: z.string().nullable(),
   active: z.boolean().describe("false once expires_at has passed"),

@@ -1,12 +1,13 @@
-// Traffic: who is being admitted and refused, per minute (GET /traffic) and
-// the callers refused most (GET /traffic/top-refused). The isolates count in
+// Traffic: who is being admitted and refused, per minute (GET /traffic), the
+// callers refused most (GET /traffic/top-refused), and what each shadow
+// policy would have refused, and whom (GET /traffic/shadow). The isolates count in
 // memory and flush with metering (src/db/traffic-recorder.ts); a read first
 // flushes what this isolate holds, so an operator sees the latest minute
 // that reached this isolate without waiting for the interval. Auditor may read.
 import type { Context, Hono } from "hono";
 import { z } from "zod";
 import { database } from "../db/client";
-import { topRefused, trafficSeries } from "../db/traffic";
+import { shadowTopCallers, shadowTotals, topRefused, trafficSeries } from "../db/traffic";
 import { recentAlerts } from "../db/alerts";
 import { MINUTE_MS } from "../engine/traffic-counts";
 import { decisionKind, trafficFlushOptionsFor } from "../limits/traffic";
@@ -21,6 +22,8 @@ export const DEFAULT_TRAFFIC_SPAN_MS = 3_600_000;
 export const MAX_TOP_REFUSED_MINUTES = 7 * 24 * 60;
 export const DEFAULT_TOP_REFUSED_MINUTES = 60;
 export const TOP_REFUSED_LIMIT = 20;
+/** Callers listed per shadow policy. */
+export const SHADOW_TOP_CALLERS = 10;
 
 const trafficQuerySchema = z.strictObject({
   from: isoTimestamp.optional(),
@@ -73,6 +76,47 @@ export function registerTrafficRoutes(app: Hono<AdminEnv>): void {
       since: new Date(sinceMs).toISOString(),
       callers: rows.map((row) => ({ caller: row.caller, tenant: row.tenant, refused: row.count, overcount_at_most: row.error, explain: `/_tollgate/admin/v1/callers/${encodeURIComponent(row.caller)}` })),
     });
+  });
+
+  registerShadowTrafficRoute(app);
+}
+
+/** One shadow policy's would-be refusals over the span, as GET /traffic/shadow answers them. */
+interface ShadowPolicyAnswer {
+  policy: string;
+  would_refuse: number;
+  decisions: Record<string, number>;
+  tenants: Record<string, number>;
+  callers: { caller: string; tenant: string | null; would_refuse: number; overcount_at_most: number; explain: string }[];
+}
+
+/** GET /traffic/shadow: per shadow policy, how many requests it would have refused and whom (most first). */
+function registerShadowTrafficRoute(app: Hono<AdminEnv>): void {
+  app.get("/traffic/shadow", async (c) => {
+    const query = validate(topRefusedQuerySchema, c.req.query(), "");
+    if (!query.ok) return query.response;
+    const minutesBack = query.value.minutes ?? DEFAULT_TOP_REFUSED_MINUTES;
+    const sinceMs = Date.now() - minutesBack * MINUTE_MS;
+    const fromMinuteMs = sinceMs - (sinceMs % MINUTE_MS);
+    await flushThisIsolate(c);
+    const db = database(c.env.DB);
+    const [totals, callers] = await stored(() => Promise.all([shadowTotals(db, fromMinuteMs), shadowTopCallers(db, fromMinuteMs, SHADOW_TOP_CALLERS)]));
+    const policies = new Map<string, ShadowPolicyAnswer>();
+    const policyOf = (name: string): ShadowPolicyAnswer => {
+      let p = policies.get(name);
+      if (p === undefined) policies.set(name, (p = { policy: name, would_refuse: 0, decisions: {}, tenants: {}, callers: [] }));
+      return p;
+    };
+    for (const row of totals) {
+      const p = policyOf(row.policy);
+      p.would_refuse += row.count;
+      p.decisions[row.decision] = (p.decisions[row.decision] ?? 0) + row.count;
+      p.tenants[row.tenant] = (p.tenants[row.tenant] ?? 0) + row.count;
+    }
+    for (const row of callers) {
+      policyOf(row.policy).callers.push({ caller: row.caller, tenant: row.tenant, would_refuse: row.count, overcount_at_most: row.error, explain: `/_tollgate/admin/v1/callers/${encodeURIComponent(row.caller)}` });
+    }
+    return c.json({ minutes: minutesBack, since: new Date(sinceMs).toISOString(), policies: [...policies.values()].sort((a, b) => b.would_refuse - a.would_refuse || a.policy.localeCompare(b.policy)) });
   });
 }
 

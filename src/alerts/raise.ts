@@ -105,8 +105,11 @@ export function raiseRequestAlerts(x: Exchange, nowMs: number): void {
   if (x.config.alertWebhookUrl === null) return;
   const once = x.runtime.alertOnce;
   const tenant = x.tenant?.slug;
-  if (x.decision === "blocked" && x.blockId !== null && once.first(`block:${x.blockId}`, nowMs, BLOCK_HIT_PERIOD_MS)) {
-    alertAbout(x, { type: "block.hit", ...(tenant === undefined ? {} : { tenant }), data: { block_id: x.blockId } }, nowMs, true);
+  // A penalty whose row has not landed yet has no id: it goes by its cause and caller.
+  const block = x.blockId === null ? null : x.blockId !== 0 ? `block:${x.blockId}` : `${x.blockPenalty ?? "block"}:${callerIdOf(x) ?? "unknown"}`;
+  if (x.decision === "blocked" && block !== null && once.first(block, nowMs, BLOCK_HIT_PERIOD_MS)) {
+    const data: Record<string, string | number | null> = x.blockPenalty === null ? { block_id: x.blockId } : { block_id: x.blockId === 0 ? null : x.blockId, penalty: x.blockPenalty };
+    alertAbout(x, { type: "block.hit", ...(tenant === undefined ? {} : { tenant }), data }, nowMs, true);
   }
   if (x.ledgerError && once.first("ledger", nowMs, LEDGER_UNAVAILABLE_PERIOD_MS)) {
     alertAbout(x, { type: "ledger.unavailable", data: { on_error: x.config.global.onError } }, nowMs, false);

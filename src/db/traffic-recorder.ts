@@ -8,7 +8,7 @@
 import { errorName, log } from "../log/logger";
 import { flushedMinute, MINUTE_MS, type MinuteCounts, TrafficCounts } from "../engine/traffic-counts";
 import type { Db } from "./client";
-import { addTraffic, type RefusedRow, type TrafficRow } from "./traffic";
+import { addTraffic, type RefusedRow, type ShadowCallerRow, type ShadowRow, type TrafficRow } from "./traffic";
 
 /** Minutes held between flushes (and while D1 is down): two hours. */
 export const TRAFFIC_MAX_MINUTES = 120;
@@ -38,6 +38,12 @@ export class TrafficRecorder {
   /** Counts one request (see TrafficCounts.count). */
   count(nowMs: number, tenant: string | null, decision: string, refusedCaller: string | null): void {
     this.counts.count(nowMs, tenant, decision, refusedCaller);
+    this.#lastFlushMs ??= nowMs;
+  }
+
+  /** Counts one request a shadow policy would have refused (see TrafficCounts.countShadow). */
+  countShadow(nowMs: number, tenant: string | null, policy: string, code: string, caller: string | null): void {
+    this.counts.countShadow(nowMs, tenant, policy, code, caller);
     this.#lastFlushMs ??= nowMs;
   }
 
@@ -90,6 +96,8 @@ export class TrafficRecorder {
     try {
       const rows: TrafficRow[] = [];
       const refused: RefusedRow[] = [];
+      const shadowRows: ShadowRow[] = [];
+      const shadowCallers: ShadowCallerRow[] = [];
       for (const minute of minutes) {
         const flushed = flushedMinute(minute, TRAFFIC_TOP_WRITTEN);
         for (const row of flushed.rows) rows.push({ minuteMs: flushed.minuteMs, ...row });
@@ -97,10 +105,17 @@ export class TrafficRecorder {
           const caller = hitter.item.startsWith("ip:") ? await this.#digestOf(hitter.item, options) : hitter.item;
           refused.push({ minuteMs: flushed.minuteMs, caller, tenant: hitter.tag, count: hitter.count, error: hitter.error });
         }
+        for (const policy of flushed.shadow) {
+          for (const row of policy.rows) shadowRows.push({ minuteMs: flushed.minuteMs, policy: policy.policy, ...row });
+          for (const hitter of policy.callers) {
+            const caller = hitter.item.startsWith("ip:") ? await this.#digestOf(hitter.item, options) : hitter.item;
+            shadowCallers.push({ minuteMs: flushed.minuteMs, policy: policy.policy, caller, tenant: hitter.tag, count: hitter.count, error: hitter.error });
+          }
+        }
       }
       // Pruned at most once an hour: a delete per flush would cost more than the rows it finds.
       const prune = nowMs - this.#lastPruneMs >= 3_600_000 ? nowMs - options.retentionMs - ((nowMs - options.retentionMs) % MINUTE_MS) : null;
-      await addTraffic(db(), rows, refused, prune);
+      await addTraffic(db(), rows, refused, prune, { rows: shadowRows, callers: shadowCallers });
       if (prune !== null) this.#lastPruneMs = nowMs;
     } catch (error) {
       this.counts.putBack(minutes);

@@ -121,7 +121,8 @@ function isCost(cost: number): boolean {
 
 /**
  * Decides whether `charges` fit at `nowMs` (whole ms; a fraction is dropped)
- * and, only if every limit of every charge fits, charges all of them. A
+ * and, only if every limit of every charge fits, charges all of them. Shadow
+ * limits are left out: neither decided nor charged (see shadow.ts). A
  * denial charges nothing. A key met twice in one call (the same subject,
  * category and limit in two charges) is one spend of the summed cost.
  * Throws RangeError for a cost that is not a whole number in 0..MAX_COST (a bug).
@@ -156,7 +157,7 @@ function decide(table: LimiterTable, charges: readonly Charge[], nowMs: number, 
   const place = Math.floor(placeMs);
   if (charges.length === 1) {
     const only = charges[0]!;
-    if (only.limits.length === 1 && only.cost > 0 && isCost(only.cost)) return admitOne(table, only, only.limits[0]!, t, write, place);
+    if (only.limits.length === 1 && only.cost > 0 && isCost(only.cost) && !only.limits[0]!.shadow) return admitOne(table, only, only.limits[0]!, t, write, place);
   }
   let most = 0;
   for (let c = 0; c < charges.length; c++) most += charges[c]!.limits.length;
@@ -188,6 +189,8 @@ function decide(table: LimiterTable, charges: readonly Charge[], nowMs: number, 
     table.hashKey(charge.subject, charge.category);
     for (let j = 0; j < limits.length; j++) {
       const limit = limits[j]!;
+      // A shadow limit is decided beside the enforced ones (src/engine/shadow.ts), never with them.
+      if (limit.shadow) continue;
       const setHash = table.setHashOf(limit);
       const tag = table.tagOf(limit);
       let entry = entries - 1;

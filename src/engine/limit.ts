@@ -33,6 +33,24 @@ export interface LimitSpec {
   scope?: LimitScope;
   /** Hold a request whose exact retry delay is at most this many ms instead of refusing it (0 or absent: refuse). */
   delay_max_ms?: number;
+  /** Kept exactly as if enforced, but never refuses: what it would refuse is marked and counted (a rollout's dry run). */
+  shadow?: boolean;
+  /** Block a caller this limit refuses `after` times within `within_s` seconds, for `block_s` seconds. */
+  penalty?: PenaltySpec;
+}
+
+/** The penalty box of a limit, as written. */
+export interface PenaltySpec {
+  after: number;
+  within_s: number;
+  block_s: number;
+}
+
+/** A compiled penalty: refusals counted per caller, the block they earn. */
+export interface Penalty {
+  readonly after: number;
+  readonly withinMs: number;
+  readonly blockMs: number;
 }
 
 /** A validated limit with everything the admission rule needs precomputed. Frozen; compare by value, not identity. */
@@ -44,6 +62,14 @@ export interface Limit {
   readonly scope: LimitScope;
   /** A denial by this limit whose exact retry delay is at most this is held rather than refused; 0 = never held. Not part of the state's identity. */
   readonly delayMaxMs: number;
+  /**
+   * Decided beside the enforced limits, never with them (admit() skips it):
+   * charged when it fits, never refusing. Not part of the state's identity,
+   * so switching it off enforces from the state it kept.
+   */
+  readonly shadow: boolean;
+  /** The penalty box (null: none). Not part of the state's identity. */
+  readonly penalty: Penalty | null;
   readonly windowMs: number;
   /** The metering unit is 1/unitsPerMs ms (C/g; 1 whenever T is a whole number of ms). */
   readonly unitsPerMs: number;
@@ -59,8 +85,14 @@ export interface Limit {
   readonly keySaltB: number;
 }
 
-/** Limits per list (per subject and category): say one per minute and one per hour. */
+/** Enforced limits per list (per subject and category): say one per minute and one per hour. */
 export const MAX_LIMITS_PER_LIST = 3;
+/** Shadow limits a list may hold beside its enforced ones (a new limit tried before it is switched on). */
+export const MAX_SHADOW_LIMITS_PER_LIST = 3;
+/** The penalty box's bounds: refusals counted, the span they are counted over, the block they earn (a week). */
+export const MAX_PENALTY_AFTER = 10_000;
+export const MAX_PENALTY_WITHIN_S = 86_400;
+export const MAX_PENALTY_BLOCK_S = 604_800;
 /** Bounds that keep every metered quantity an exact integer (see the header comment). */
 export const MAX_COUNT = 1_000_000_000;
 export const MAX_BURST = 1_000_000_000;
@@ -74,7 +106,8 @@ export const MAX_COST = 10_000;
 export const MAX_EXACT_UNITS = 2 ** 52;
 
 /** The fields a limit may have: a typo such as `scpoe` is refused, not ignored. */
-const LIMIT_FIELDS: ReadonlySet<string> = new Set(["count", "window_s", "burst", "scope", "delay_max_ms"]);
+const LIMIT_FIELDS: ReadonlySet<string> = new Set(["count", "window_s", "burst", "scope", "delay_max_ms", "shadow", "penalty"]);
+const PENALTY_FIELDS: ReadonlySet<string> = new Set(["after", "within_s", "block_s"]);
 
 function isWholeIn(value: unknown, min: number, max: number): value is number {
   return typeof value === "number" && Number.isInteger(value) && value >= min && value <= max;
@@ -92,8 +125,8 @@ function gcd(a: number, b: number): number {
 /** Null when `spec` is a valid limit, else a short reason naming the field. */
 export function limitError(spec: unknown): string | null {
   if (typeof spec !== "object" || spec === null || Array.isArray(spec)) return "a limit must be an object {count, window_s, burst?, scope?}";
-  for (const field of Object.keys(spec)) if (!LIMIT_FIELDS.has(field)) return `${field.slice(0, 40)} is not a known limit field (count, window_s, burst, scope, delay_max_ms)`;
-  const { count, window_s: windowS, burst, scope, delay_max_ms: delayMaxMs } = spec as Record<string, unknown>;
+  for (const field of Object.keys(spec)) if (!LIMIT_FIELDS.has(field)) return `${field.slice(0, 40)} is not a known limit field (count, window_s, burst, scope, delay_max_ms, shadow, penalty)`;
+  const { count, window_s: windowS, burst, scope, delay_max_ms: delayMaxMs, shadow, penalty } = spec as Record<string, unknown>;
   if (!isWholeIn(count, 1, MAX_COUNT)) return `count must be a whole number > 0 and <= ${MAX_COUNT}`;
   if (typeof windowS !== "number" || !Number.isFinite(windowS) || windowS <= 0) return "window_s must be a finite number of seconds > 0";
   if (windowS > MAX_WINDOW_S) return `window_s must be <= ${MAX_WINDOW_S} (366 days)`;
@@ -103,6 +136,13 @@ export function limitError(spec: unknown): string | null {
   if (burst !== undefined && !isWholeIn(burst, 1, MAX_BURST)) return `burst must be a whole number > 0 and <= ${MAX_BURST}`;
   if (scope !== undefined && scope !== "isolate" && scope !== "global") return 'scope must be "isolate" or "global"';
   if (delayMaxMs !== undefined && !isWholeIn(delayMaxMs, 0, MAX_DELAY_MS)) return `delay_max_ms must be a whole number of ms from 0 to ${MAX_DELAY_MS}`;
+  if (shadow !== undefined && typeof shadow !== "boolean") return "shadow must be true or false";
+  // A global limit's state lives in its ledger, which admits all or nothing with the isolates' leases: a shadow one would have to be decided there too.
+  if (shadow === true && scope === "global") return 'shadow must not be set on a limit with scope "global": try it with scope "isolate"';
+  if (penalty !== undefined) {
+    const reason = penaltyError(penalty);
+    if (reason !== null) return reason;
+  }
   const burstCount = burst ?? count;
   const intervalUnits = windowMs / gcd(windowMs, count);
   if ((burstCount + 2 * MAX_COST) * intervalUnits > MAX_EXACT_UNITS) {
@@ -111,8 +151,21 @@ export function limitError(spec: unknown): string | null {
   return null;
 }
 
+/** Null when `spec` is a valid penalty, else a reason starting with the field (`penalty.after …`). */
+function penaltyError(spec: unknown): string | null {
+  if (typeof spec !== "object" || spec === null || Array.isArray(spec)) return "penalty must be an object {after, within_s, block_s}";
+  for (const field of Object.keys(spec)) if (!PENALTY_FIELDS.has(field)) return `penalty.${field.slice(0, 40)} is not a known penalty field (after, within_s, block_s)`;
+  const { after, within_s: withinS, block_s: blockS } = spec as Record<string, unknown>;
+  if (!isWholeIn(after, 1, MAX_PENALTY_AFTER)) return `penalty.after must be a whole number of refusals from 1 to ${MAX_PENALTY_AFTER}`;
+  if (typeof withinS !== "number" || !Number.isFinite(withinS) || withinS <= 0 || withinS > MAX_PENALTY_WITHIN_S) return `penalty.within_s must be a number of seconds > 0 and <= ${MAX_PENALTY_WITHIN_S}`;
+  if (Math.round(withinS * 1000) / 1000 !== withinS) return "penalty.within_s must be a whole number of milliseconds";
+  if (!isWholeIn(blockS, 1, MAX_PENALTY_BLOCK_S)) return `penalty.block_s must be a whole number of seconds from 1 to ${MAX_PENALTY_BLOCK_S}`;
+  return null;
+}
+
 /**
- * Compiles a valid spec; a spec without `scope` takes `defaultScope`. Throws
+ * Compiles a valid spec; a spec without `scope` takes `defaultScope`, except
+ * a shadow one, which is metered per isolate (see limitError). Throws
  * on an invalid one: callers validate first, so that is a bug.
  */
 export function compileLimit(spec: LimitSpec, defaultScope: LimitScope = "isolate"): Limit {
@@ -120,7 +173,8 @@ export function compileLimit(spec: LimitSpec, defaultScope: LimitScope = "isolat
   if (reason !== null) throw new TypeError(`invalid limit: ${reason}`);
   const count = spec.count;
   const burst = spec.burst ?? count;
-  const scope = spec.scope ?? defaultScope;
+  const shadow = spec.shadow === true;
+  const scope = spec.scope ?? (shadow ? "isolate" : defaultScope);
   const windowMs = Math.round(spec.window_s * 1000);
   const g = gcd(windowMs, count);
   const intervalUnits = windowMs / g;
@@ -140,6 +194,8 @@ export function compileLimit(spec: LimitSpec, defaultScope: LimitScope = "isolat
     burst,
     scope,
     delayMaxMs: spec.delay_max_ms ?? 0,
+    shadow,
+    penalty: spec.penalty === undefined ? null : Object.freeze({ after: spec.penalty.after, withinMs: Math.round(spec.penalty.within_s * 1000), blockMs: spec.penalty.block_s * 1000 }),
     windowMs,
     unitsPerMs,
     intervalUnits,
@@ -151,10 +207,25 @@ export function compileLimit(spec: LimitSpec, defaultScope: LimitScope = "isolat
   });
 }
 
-/** Null when `specs` is a valid list (an array of at most MAX_LIMITS_PER_LIST limits), else the reason naming the entry. */
+/** Whether a spec says `shadow: true` (for counting a list's entries before they are validated). */
+function isShadowSpec(spec: unknown): boolean {
+  return typeof spec === "object" && spec !== null && (spec as { shadow?: unknown }).shadow === true;
+}
+
+/** Null when a list holds at most MAX_LIMITS_PER_LIST enforced and MAX_SHADOW_LIMITS_PER_LIST shadow entries, else the rule. */
+export function listSizeError(specs: readonly unknown[]): string | null {
+  let shadow = 0;
+  for (const spec of specs) if (isShadowSpec(spec)) shadow++;
+  if (specs.length - shadow > MAX_LIMITS_PER_LIST) return `at most ${MAX_LIMITS_PER_LIST} limits per list (and ${MAX_SHADOW_LIMITS_PER_LIST} shadow ones beside them)`;
+  if (shadow > MAX_SHADOW_LIMITS_PER_LIST) return `at most ${MAX_SHADOW_LIMITS_PER_LIST} shadow limits per list`;
+  return null;
+}
+
+/** Null when `specs` is a valid list (at most MAX_LIMITS_PER_LIST enforced limits and MAX_SHADOW_LIMITS_PER_LIST shadow ones), else the reason naming the entry. */
 export function limitListError(specs: unknown): string | null {
   if (!Array.isArray(specs)) return "limits must be a list";
-  if (specs.length > MAX_LIMITS_PER_LIST) return `at most ${MAX_LIMITS_PER_LIST} limits per list`;
+  const size = listSizeError(specs);
+  if (size !== null) return size;
   for (let i = 0; i < specs.length; i++) {
     const reason = limitError(specs[i]);
     if (reason !== null) return `[${i}]: ${reason}`;
@@ -163,19 +234,49 @@ export function limitListError(specs: unknown): string | null {
 }
 
 /**
- * Compiles a list of up to MAX_LIMITS_PER_LIST limits; a spend must fit all of
- * them. A repeated limit (same count, window, burst and scope) is kept once:
- * it is the same state, and admit() would otherwise charge it twice. A spec
- * without `scope` takes `defaultScope`. Throws on an invalid list.
+ * Compiles a list of up to MAX_LIMITS_PER_LIST limits (and shadow ones
+ * beside them); a spend must fit all the enforced ones. A repeated limit
+ * (same count, window, burst and scope) is kept once: it is the same state,
+ * and admit() would otherwise charge it twice; when one copy is enforced and
+ * another shadow, the enforced one is kept. A spec without `scope` takes
+ * `defaultScope`. Throws on an invalid list.
  */
 export function compileLimits(specs: readonly LimitSpec[], defaultScope: LimitScope = "isolate"): readonly Limit[] {
   const reason = limitListError(specs);
   if (reason !== null) throw new TypeError(`invalid limit list: ${reason}`);
   const limits: Limit[] = [];
   for (const limit of specs.map((spec) => compileLimit(spec, defaultScope))) {
-    if (!limits.some((l) => sameLimit(l, limit))) limits.push(limit);
+    const same = limits.findIndex((l) => sameLimit(l, limit));
+    if (same < 0) limits.push(limit);
+    else if (limits[same]!.shadow && !limit.shadow) limits[same] = limit;
   }
   return Object.freeze(limits);
+}
+
+/** Whether a list holds only shadow limits (and at least one): it does not displace the enforced limits below it. */
+export function isShadowOnly(limits: readonly Limit[]): boolean {
+  if (limits.length === 0) return false;
+  for (let i = 0; i < limits.length; i++) if (!limits[i]!.shadow) return false;
+  return true;
+}
+
+/** Whether a list holds a shadow limit. */
+export function hasShadow(limits: readonly Limit[]): boolean {
+  for (let i = 0; i < limits.length; i++) if (limits[i]!.shadow) return true;
+  return false;
+}
+
+const ENFORCED_TWINS = new WeakMap<Limit, Limit>();
+
+/** A shadow limit as an enforced one (the same state): what admit() decides it with, beside the enforced limits. */
+export function enforcedTwin(limit: Limit): Limit {
+  if (!limit.shadow) return limit;
+  let twin = ENFORCED_TWINS.get(limit);
+  if (twin === undefined) {
+    twin = Object.freeze({ ...limit, shadow: false });
+    ENFORCED_TWINS.set(limit, twin);
+  }
+  return twin;
 }
 
 /** Whether two compiled limits are the same state: same figures and scope. */

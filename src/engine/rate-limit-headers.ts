@@ -35,6 +35,8 @@
 //   per window_s); X-RateLimit-Remaining is r, so with a burst larger than
 //   the count Remaining can exceed Limit (up to the burst, which the policy
 //   carries as tollgate-burst).
+// Shadow limits (src/engine/shadow.ts) are never listed: a client is told
+// only what can refuse it.
 // The policy name is "<category>-<subject kind>-<window>", e.g.
 // "request-ip-60s": never the subject itself, so no caller key, address or
 // credential reaches a header. Two policies of one request that would share a
@@ -108,7 +110,7 @@ function samePolicy(p: Policy, subject: string, category: string, limit: Limit):
   return p.subject === subject && p.category === category && (p.limit === limit || sameLimit(p.limit, limit));
 }
 
-/** Every (charge, limit) with a cost, once each, in charge order, named uniquely. */
+/** Every enforced (charge, limit) with a cost, once each, in charge order, named uniquely. A shadow limit is not advertised: it refuses nothing. */
 function policiesOf(charges: readonly Charge[]): Policy[] {
   const policies: Policy[] = [];
   for (let c = 0; c < charges.length; c++) {
@@ -117,6 +119,7 @@ function policiesOf(charges: readonly Charge[]): Policy[] {
     const limits = charge.limits;
     for (let j = 0; j < limits.length; j++) {
       const limit = limits[j]!;
+      if (limit.shadow) continue;
       let same: Policy | null = null;
       for (let k = 0; k < policies.length && same === null; k++) if (samePolicy(policies[k]!, charge.subject, charge.category, limit)) same = policies[k]!;
       if (same !== null) {
@@ -237,6 +240,11 @@ export interface BudgetFigures {
   readonly cost: number;
 }
 
+/** A budget's policy name, `budget-<category>-<owner kind>-<period>`: never the owner itself. */
+export function budgetPolicyName(category: string, ownerKind: string, period: string): string {
+  return `budget-${safeCategoryOf(category)}-${ownerKind}-${period}`;
+}
+
 /**
  * A budget refusal's RateLimit headers: the budget that refused, as a policy
  * `"budget-<category>-<owner kind>-<period>";q=<amount>;w=<period s>` with
@@ -245,7 +253,7 @@ export interface BudgetFigures {
  * Credits have no window and no reset: `w` and `t` are left out.
  */
 export function budgetHeaders(b: BudgetFigures, version: HeaderVersion = "draft-11"): HeaderList {
-  const name = `budget-${safeCategoryOf(b.category)}-${b.ownerKind}-${b.period}`;
+  const name = budgetPolicyName(b.category, b.ownerKind, b.period);
   const policy = `"${name}";q=${b.amount}${b.periodS === null ? "" : `;w=${b.periodS}`}`;
   const headers: [string, string][] = [["RateLimit-Policy", policy]];
   if (version === "draft-12") {

@@ -3,7 +3,12 @@
 // caller, the key's own limits, its tenant's limits for that subject kind, the
 // category's configured default, the built-in default, else an empty list
 // (which admits everything). An entry that is present but empty still wins.
-import { compileLimits, type Limit } from "./limit";
+//
+// Shadow limits never change which enforced limits apply: an entry holding
+// only shadow limits (an override being tried) does not win; its limits are
+// tried beside those of the entry that does (src/engine/shadow.ts). Switched
+// on, it wins as any entry does.
+import { compileLimits, isShadowOnly, type Limit, sameLimit } from "./limit";
 
 export type SubjectKind = "key" | "jwt" | "tenant" | "ip" | "anonymous" | "admin";
 /** Category → compiled limits, for one key or one caller override. */
@@ -54,27 +59,70 @@ function own<T>(record: Readonly<Record<string, T>> | null | undefined, name: st
   return record != null && Object.hasOwn(record, name) ? record[name] : undefined;
 }
 
-/** The limits for `kind` in `category`: the stored arrays themselves, nothing allocated. */
+/** The entry of source step `step` (0 override … 4 built-in) for `kind` in `category`, or undefined. */
+function entryAt(step: number, category: string, kind: SubjectKind, sources: LimitSources): readonly Limit[] | undefined {
+  switch (step) {
+    case 0:
+      return kind === "key" || kind === "ip" || kind === "jwt" ? own(sources.override, category) : undefined;
+    case 1:
+      return kind === "key" ? own(sources.key, category) : undefined;
+    case 2: {
+      const tenant = own(sources.tenant, category);
+      return kind === "key" ? tenant?.key : kind === "jwt" ? tenant?.jwt : kind === "tenant" ? tenant?.tenant : undefined;
+    }
+    case 3:
+      return own(sources.defaults, category)?.[kind];
+    default:
+      return own(BUILT_IN_LIMITS, category)?.[kind];
+  }
+}
+
+const STEP_SOURCES: readonly LimitSource[] = ["override", "key", "tenant", "category", "builtin"];
+
+/** Lists made by withShadows, by their two (stored, frozen) inputs: a caller's every request resolves to the same one. */
+const MERGED = new WeakMap<readonly Limit[], WeakMap<readonly Limit[], readonly Limit[]>>();
+
+/** `entry` with the shadow limits of more specific shadow-only entries beside it (a limit it already holds is its own). */
+function withShadows(entry: readonly Limit[], shadows: readonly Limit[]): readonly Limit[] {
+  let byEntry = MERGED.get(shadows);
+  const known = byEntry?.get(entry);
+  if (known !== undefined) return known;
+  const out = [...entry];
+  for (const limit of shadows) if (!out.some((l) => sameLimit(l, limit))) out.push(limit);
+  const merged = Object.freeze(out);
+  if (byEntry === undefined) MERGED.set(shadows, (byEntry = new WeakMap()));
+  byEntry.set(entry, merged);
+  return merged;
+}
+
+/**
+ * The limits for `kind` in `category`: the stored arrays themselves, nothing
+ * allocated, unless a more specific entry holds only shadow limits (then a
+ * new list: the winning entry's limits and those shadow ones).
+ */
 export function resolveLimits(category: string, kind: SubjectKind, sources: LimitSources): readonly Limit[] {
-  if (kind === "key" || kind === "ip" || kind === "jwt") {
-    const override = own(sources.override, category);
-    if (override !== undefined) return override;
+  let shadows: readonly Limit[] | null = null;
+  for (let step = 0; step < STEP_SOURCES.length; step++) {
+    const entry = entryAt(step, category, kind, sources);
+    if (entry === undefined) continue;
+    if (!isShadowOnly(entry)) return shadows === null ? entry : withShadows(entry, shadows);
+    shadows = shadows === null ? entry : withShadows(shadows, entry);
   }
-  if (kind === "key") {
-    const own_ = own(sources.key, category);
-    if (own_ !== undefined) return own_;
-    const forKeys = own(sources.tenant, category)?.key;
-    if (forKeys !== undefined) return forKeys;
-  } else if (kind === "jwt") {
-    const forJwts = own(sources.tenant, category)?.jwt;
-    if (forJwts !== undefined) return forJwts;
-  } else if (kind === "tenant") {
-    const forTenant = own(sources.tenant, category)?.tenant;
-    if (forTenant !== undefined) return forTenant;
-  }
-  const configured = own(sources.defaults, category)?.[kind];
-  if (configured !== undefined) return configured;
-  return own(BUILT_IN_LIMITS, category)?.[kind] ?? NO_LIMITS;
+  return shadows ?? NO_LIMITS;
+}
+
+/** One limit that applies, and the source it comes from (for explain: a shadow limit tried above the winning entry names its own source). */
+export interface SourcedLimit {
+  readonly limit: Limit;
+  readonly source: LimitSource;
+}
+
+/** resolveLimits with each limit's source, by the same rule. Allocates: for explain, not the hot path. */
+export function resolveSourcedLimits(category: string, kind: SubjectKind, sources: LimitSources): SourcedLimit[] {
+  return resolveLimits(category, kind, sources).map((limit) => {
+    for (let step = 0; step < STEP_SOURCES.length; step++) if (entryAt(step, category, kind, sources)?.includes(limit) === true) return { limit, source: STEP_SOURCES[step]! };
+    return { limit, source: "builtin" as const };
+  });
 }
 
 /** Where a subject's limits in a category come from. */
@@ -86,17 +134,14 @@ export type LimitSource = "override" | "key" | "tenant" | "category" | "builtin"
  * path: resolveLimits itself allocates nothing.
  */
 export function limitSourceOf(category: string, kind: SubjectKind, sources: LimitSources): LimitSource | null {
-  if ((kind === "key" || kind === "ip" || kind === "jwt") && own(sources.override, category) !== undefined) return "override";
-  if (kind === "key") {
-    if (own(sources.key, category) !== undefined) return "key";
-    if (own(sources.tenant, category)?.key !== undefined) return "tenant";
-  } else if (kind === "jwt") {
-    if (own(sources.tenant, category)?.jwt !== undefined) return "tenant";
-  } else if (kind === "tenant") {
-    if (own(sources.tenant, category)?.tenant !== undefined) return "tenant";
+  let shadowSource: LimitSource | null = null;
+  for (let step = 0; step < STEP_SOURCES.length; step++) {
+    const entry = entryAt(step, category, kind, sources);
+    if (entry === undefined) continue;
+    if (!isShadowOnly(entry)) return STEP_SOURCES[step]!;
+    shadowSource ??= STEP_SOURCES[step]!;
   }
-  if (own(sources.defaults, category)?.[kind] !== undefined) return "category";
-  return own(BUILT_IN_LIMITS, category)?.[kind] !== undefined ? "builtin" : null;
+  return shadowSource;
 }
 
 /** The kind named by a subject's prefix (`key:…` → "key", `anonymous` → "anonymous"), or null for anything else. */

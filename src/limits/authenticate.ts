@@ -16,7 +16,7 @@ import { type CredentialOutcome, type CredentialVerifier, verifyCredential } fro
 import { log } from "../log/logger";
 import { AUTH_FAILURE_CATEGORY, type AuthFailureGate, authFailuresResponse } from "./auth-gate";
 import type { Check, CheckResult } from "./check";
-import { blockedResponse, policyOf } from "./blocks";
+import { applyBlock, policyOf } from "./blocks";
 import { noteRefusal } from "./sustained";
 import { keepAlive } from "../utils/wait-until";
 
@@ -91,8 +91,7 @@ export function authenticate(options: AuthenticateOptions): Check {
           // A blocked tenant is known only once its key is: refused here, before any charge.
           const tenantBlock = s.blockOf(`tenant:${record.tenant.slug}`, nowMs);
           if (tenantBlock !== null) {
-            x.blockId = tenantBlock.id;
-            const blocked = x.refuse("blocked", blockedResponse());
+            const blocked = applyBlock(x, tenantBlock, nowMs);
             if (blocked !== null) return blocked;
           }
           const caller: Caller = {
@@ -116,10 +115,9 @@ export function authenticate(options: AuthenticateOptions): Check {
         const snapshot = policyOf(x, policy, nowMs);
         const set = (s: PolicySnapshot): CheckResult => {
           // JWT callers and their tenants are known only now: a block applies here, before any charge.
-          const block = s.blockOf(callerKey, nowMs) ?? (tenant === null ? null : s.blockOf(`tenant:${tenant.slug}`, nowMs));
-          if (block !== null) {
-            x.blockId = block.id;
-            const blocked = x.refuse("blocked", blockedResponse());
+          // Each block that holds it, the caller's first: a shadow one only marks the request.
+          for (const block of [s.blockOf(callerKey, nowMs), tenant === null ? null : s.blockOf(`tenant:${tenant.slug}`, nowMs)]) {
+            const blocked = block === null ? null : applyBlock(x, block, nowMs);
             if (blocked !== null) return blocked;
           }
           x.caller = { kind: "jwt", callerKey, tenant, override: s.overrideFor(callerKey, nowMs) };

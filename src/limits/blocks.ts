@@ -2,10 +2,14 @@
 // before any other check (after the client address), charged nothing, never
 // forwarded. Countries come from the config (`blocked_countries`, matched
 // against request.cf.country); operator blocks come from the policy snapshot.
-import type { PolicyCache, PolicySnapshot } from "../cache/policy-cache";
+// A shadow block refuses nothing: the request goes on, marked
+// `Tollgate-Shadow: blocked;policy="block-<id>"` and counted. A penalty (a
+// limit's penalty box, src/limits/penalty.ts) is a block whose answer says
+// so (`reason: penalty:<policy>`) and when it ends (Retry-After).
+import { type ActiveBlock, blockPolicyName, type PolicyCache, type PolicySnapshot } from "../cache/policy-cache";
 import type { Exchange } from "../exchange";
 import { database } from "../db/client";
-import { fixedProblem } from "../errors";
+import { fixedProblem, problem } from "../errors";
 import { parseApiKey } from "../identity/api-key";
 import { credentialOf } from "../identity/caller-id";
 import { keepAlive } from "../utils/wait-until";
@@ -15,6 +19,33 @@ const BLOCKED = fixedProblem("blocked", { detail: "Requests from this caller are
 
 export function blockedResponse(): Response {
   return BLOCKED();
+}
+
+/** The answer to a blocked request: an operator's block says nothing more; a penalty names its cause and its end. */
+function blockAnswer(block: ActiveBlock, nowMs: number): Response {
+  if (block.penalty === null) return BLOCKED();
+  const retryAfterS = block.expiresAtMs === null ? null : Math.max(1, Math.ceil((block.expiresAtMs - nowMs) / 1000));
+  return problem("blocked", {
+    detail: "This caller was refused too often by a rate limit with a penalty, and is blocked for a while.",
+    hint: "Wait until Retry-After has passed, and keep to the limit named in `reason` after that.",
+    extras: { reason: block.penalty, ...(block.expiresAtMs === null ? {} : { blocked_until: new Date(block.expiresAtMs).toISOString() }) },
+    ...(retryAfterS === null ? {} : { headers: { "retry-after": String(retryAfterS) } }),
+  });
+}
+
+/**
+ * Applies a block that holds the request: refuses it (naming the block for
+ * the log and the `block.hit` alert), or, for a shadow block, marks it and
+ * lets it go on (null).
+ */
+export function applyBlock(x: Exchange, block: ActiveBlock, nowMs: number): CheckResult {
+  if (block.shadow) {
+    x.markShadow("blocked", blockPolicyName(block));
+    return null;
+  }
+  x.blockId = block.id;
+  x.blockPenalty = block.penalty;
+  return x.refuse("blocked", blockAnswer(block, nowMs));
 }
 
 /** Seconds a client should wait when the caller policy could not be loaded. */
@@ -57,16 +88,18 @@ function blockedBy(x: Exchange, snapshot: PolicySnapshot): CheckResult {
   if (!snapshot.available) return x.refuse("policy_unavailable", POLICY_UNAVAILABLE());
   if (!snapshot.hasBlocks) return null;
   const nowMs = x.startedAtMs;
-  let blocked = snapshot.blockOf(`ip:${x.clientKey}`, nowMs) ?? (x.clientIp === null ? null : snapshot.netBlockOf(x.clientIp, nowMs));
-  if (blocked === null) {
-    // A managed key names its id in clear: a blocked key is refused before any lookup.
-    const credential = credentialOf(x);
-    const key = credential === null ? null : parseApiKey(credential);
-    if (key !== null) blocked = snapshot.blockOf(`key:${key.id}`, nowMs);
-  }
-  if (blocked === null) return null;
-  x.blockId = blocked.id;
-  return x.refuse("blocked", blockedResponse());
+  const byAddress = snapshot.blockOf(`ip:${x.clientKey}`, nowMs);
+  if (byAddress !== null && !byAddress.shadow) return applyBlock(x, byAddress, nowMs);
+  const byNetwork = x.clientIp === null ? null : snapshot.netBlockOf(x.clientIp, nowMs);
+  if (byNetwork !== null && !byNetwork.shadow) return applyBlock(x, byNetwork, nowMs);
+  // A managed key names its id in clear: a blocked key is refused before any lookup.
+  const credential = credentialOf(x);
+  const key = credential === null ? null : parseApiKey(credential);
+  const byKey = key === null ? null : snapshot.blockOf(`key:${key.id}`, nowMs);
+  if (byKey !== null && !byKey.shadow) return applyBlock(x, byKey, nowMs);
+  // Nothing refuses: the shadow blocks that hold it are marked.
+  for (const block of [byAddress, byNetwork, byKey]) if (block !== null) applyBlock(x, block, nowMs);
+  return null;
 }
 
 /**

@@ -12,7 +12,7 @@ import { type LedgerNamespace, ledgerStandingOf, resetLedger } from "../durable/
 import { forgetLimit, peekLimit } from "../engine/caller-state";
 import type { Limit, LimitScope } from "../engine/limit";
 import type { LimiterTable } from "../engine/limiter-table";
-import { BUILT_IN_LIMITS, type LimitSource, limitSourceOf, resolveLimits, type SubjectKind } from "../engine/resolve-limits";
+import { BUILT_IN_LIMITS, type LimitSource, resolveSourcedLimits, type SubjectKind } from "../engine/resolve-limits";
 import { errorName, log } from "../log/logger";
 import type { GlobalLeases } from "./global-leases";
 import type { ChargedSubject } from "./charged-subjects";
@@ -47,9 +47,8 @@ export function applicableLimits(config: Config, subjects: readonly ChargedSubje
   const out: ApplicableLimit[] = [];
   for (const category of categoriesOf(config, subjects)) {
     for (const { kind, subject, sources } of subjects) {
-      const source = limitSourceOf(category, kind, sources);
-      if (source === null) continue;
-      for (const limit of resolveLimits(category, kind, sources)) out.push({ category, kind, subject, source, limit });
+      // Each limit with its own source: a shadow override tried above the tenant's limits says "override".
+      for (const { limit, source } of resolveSourcedLimits(category, kind, sources)) out.push({ category, kind, subject, source, limit });
     }
   }
   return out;
@@ -62,7 +61,9 @@ export interface ExplainedLimit {
   readonly source: LimitSource;
   readonly scope: LimitScope;
   /** `delay_max_ms` only when the limit holds requests rather than refusing them. */
-  readonly limit: { readonly count: number; readonly window_s: number; readonly burst?: number; readonly delay_max_ms?: number };
+  readonly limit: { readonly count: number; readonly window_s: number; readonly burst?: number; readonly delay_max_ms?: number; readonly penalty?: { readonly after: number; readonly within_s: number; readonly block_s: number } };
+  /** Present (true) for a shadow limit: kept as if enforced, refusing nothing. */
+  readonly shadow?: true;
   /** This isolate's standing, or the ledger's for a global limit; null when the ledger could not be read (then `ledger_error` is true). */
   readonly remaining: number | null;
   readonly reset_ms: number | null;
@@ -71,7 +72,9 @@ export interface ExplainedLimit {
 
 function specOf(limit: Limit): ExplainedLimit["limit"] {
   const spec = limit.burst === limit.count ? { count: limit.count, window_s: limit.windowS } : { count: limit.count, window_s: limit.windowS, burst: limit.burst };
-  return limit.delayMaxMs > 0 ? { ...spec, delay_max_ms: limit.delayMaxMs } : spec;
+  const held = limit.delayMaxMs > 0 ? { ...spec, delay_max_ms: limit.delayMaxMs } : spec;
+  const p = limit.penalty;
+  return p === null ? held : { ...held, penalty: { after: p.after, within_s: p.withinMs / 1000, block_s: p.blockMs / 1000 } };
 }
 
 /** The global limits among `limits`, by (subject, category). */
@@ -108,7 +111,7 @@ export async function explainLimits(table: LimiterTable, ledger: LedgerNamespace
   );
   const seen = new Map<string, number>();
   return limits.map(({ category, kind, subject, source, limit }) => {
-    const entry = { category, subject: kind, source, scope: limit.scope, limit: specOf(limit) };
+    const entry = { category, subject: kind, source, scope: limit.scope, limit: specOf(limit), ...(limit.shadow ? { shadow: true as const } : {}) };
     if (limit.scope !== "global") {
       const standing = peekLimit(table, subject, category, limit, nowMs);
       return { ...entry, remaining: standing.remaining, reset_ms: standing.resetMs };

@@ -14,12 +14,21 @@
 // refused (src/limits/delay.ts); a route with `charge_on_status` has its own
 // charges taken here like any other, and given back once the origin's status
 // is known not to match (src/limits/status-charge.ts).
+//
+// Shadow limits (`shadow: true`) are decided beside the enforced ones once
+// those admit the request (src/engine/shadow.ts): never refusing, never
+// holding, never changing what the enforced limits decide or charge; what
+// one would have refused is marked on the answer and counted. A refusal by
+// a limit with a penalty is counted in the penalty box (src/limits/penalty.ts).
 import { rateLimitRejections } from "../cache/rejection-counter";
 import type { Caller, Exchange } from "../exchange";
 import { admit, admitAt, type Charge, type Decision } from "../engine/gcra";
 import type { LeaseGroup, Short } from "../engine/lease-types";
 import type { LimiterTable } from "../engine/limiter-table";
-import { type HeaderVersion, rateLimitHeaders } from "../engine/rate-limit-headers";
+import { type HeaderVersion, policyName, rateLimitHeaders } from "../engine/rate-limit-headers";
+import { asCharged, chargesHaveShadow, decideShadow } from "../engine/shadow";
+import type { PolicyCache } from "../cache/policy-cache";
+import { notePenalty, type PenaltyBox } from "./penalty";
 import { type CategoryDefaults, resolveLimits } from "../engine/resolve-limits";
 import type { RouteMatch } from "../engine/routes";
 import { problem } from "../errors";
@@ -81,6 +90,8 @@ export interface RateLimitOptions {
   readonly responseCharges: readonly (ResponseCharge | null)[];
   /** The ratelimit-headers draft the answers follow (default draft-11). */
   readonly headerVersion?: HeaderVersion;
+  /** The penalty box and the policy cache its blocks go into (the runtime's). Absent: penalties are never imposed. */
+  readonly penalties?: { readonly box: PenaltyBox; readonly policy: PolicyCache };
   /** Holding requests instead of refusing them (delay_max_ms): the isolate's count, the timer, and the in-flight bounds a held request counts against. Absent: never held. */
   readonly delay?: {
     readonly held: HeldRequests;
@@ -113,13 +124,39 @@ export function rateLimit(options: RateLimitOptions): Check {
   const { table, leases, now, defaults, responseCharges } = options;
   const version = options.headerVersion ?? "draft-11";
 
+  /** Counts a refusal by `limit` of `charge` in the penalty box, when the limit has a penalty. */
+  function penalise(x: Exchange, charge: Charge, limit: Limit, nowMs: number): void {
+    const penalties = options.penalties;
+    if (penalties === undefined || limit.penalty === null) return;
+    const c = { target: x.caller.callerKey, policy: policyName(charge.category, charge.subject, limit), limitSalt: limit.keySaltA, penalty: limit.penalty, shadow: limit.shadow };
+    notePenalty(x, penalties.box, penalties.policy, c, nowMs);
+  }
+
+  /** Decides the shadow limits of an admitted request, marks what they would have refused; returns the charges as charged. */
+  function decideShadowLimits(x: Exchange, charges: readonly Charge[], nowMs: number): readonly Charge[] {
+    if (!chargesHaveShadow(charges)) return charges;
+    const verdicts = decideShadow(table, charges, nowMs);
+    for (const v of verdicts) {
+      if (v.admitted) continue;
+      const charge = charges[v.chargeIndex]!;
+      x.markShadow("rate_limited", policyName(charge.category, charge.subject, v.limit));
+      penalise(x, charge, v.limit, nowMs);
+    }
+    return asCharged(charges, verdicts);
+  }
+
   /** The answer for a decision: the refusal, or null with the headers (and a response-priced reserve) recorded. */
-  function conclude(x: Exchange, decision: Decision, charges: readonly Charge[], reserveFrom: number, responseCharge: ResponseCharge | null, nowMs: number): CheckResult {
+  function conclude(x: Exchange, decision: Decision, allCharges: readonly Charge[], reserveFrom: number, responseCharge: ResponseCharge | null, nowMs: number): CheckResult {
+    let charges = allCharges;
     if (!decision.allowed) {
       const denied = charges[decision.deniedChargeIndex];
       if (denied !== undefined) noteRefusal(x, rateLimitRejections, "rate_limit_sustained", auditedSubject(x.caller, denied.subject), denied.category, nowMs);
+      if (options.penalties !== undefined) for (const ref of decision.violated ?? []) penalise(x, charges[ref.chargeIndex]!, ref.limit, nowMs);
       const refused = x.refuse("rate_limited", rateLimitedResponse(decision, charges, version));
       if (refused !== null) return refused;
+    } else {
+      charges = decideShadowLimits(x, charges, nowMs);
+      if (charges !== allCharges && x.statusCharge !== null) x.statusCharge = { ...x.statusCharge, charges };
     }
     if (responseCharge !== null) {
       // The reserve's charges are the last ones: kept to settle against the same

@@ -265,13 +265,28 @@ const NO_HEADERS: readonly Header[] = Object.freeze([]);
 export function extraHeaders(x: Exchange, quota: QuotaSettled | null): readonly Header[] {
   const rate = x.rateHeaders ?? NO_HEADERS;
   const warning = quota === null ? null : warningHeaderValue(quota.warnings);
-  if (warning === null && x.shadow === null && x.delayedMs === 0) return rate;
+  if (warning === null && x.shadow === null && x.shadowPolicies === null && x.delayedMs === 0) return rate;
   const extra: Header[] = [...rate];
   if (warning !== null) extra.push(["tollgate-quota-warning", warning]);
-  if (x.shadow !== null) extra.push(["tollgate-shadow", x.shadow.join(", ")]);
+  const shadow = shadowHeaderValue(x);
+  if (shadow !== null) extra.push(["tollgate-shadow", shadow]);
   // Held by a limit's delay_max_ms before it was forwarded.
   if (x.delayedMs > 0) extra.push(["tollgate-delayed-ms", String(x.delayedMs)]);
   return extra;
+}
+
+/**
+ * Tollgate-Shadow: what `mode: "shadow"` would have refused (`<code>`), then
+ * what each shadow policy would have (`<code>;policy="<name>"`), as one
+ * Structured Field List. Policy names hold no quote or backslash.
+ */
+export function shadowHeaderValue(x: Exchange): string | null {
+  const gateway = x.shadow;
+  const policies = x.shadowPolicies;
+  if (gateway === null && policies === null) return null;
+  const items: string[] = gateway === null ? [] : [...gateway];
+  if (policies !== null) for (const mark of policies) items.push(`${mark.code};policy="${mark.policy}"`);
+  return items.join(", ");
 }
 
 /** A response of our own (a problem) with extra headers set. */

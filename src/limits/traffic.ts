@@ -8,6 +8,7 @@ import { database } from "../db/client";
 import type { TrafficFlushOptions } from "../db/traffic-recorder";
 import { callerIdOf } from "../identity/caller-id";
 import { auditSubject, isReadableSubject } from "../identity/audit-subject";
+import { loggedDecision } from "../log/request-log";
 
 const ADMITTED: ReadonlySet<string> = new Set(["admitted", "exempt", "off"]);
 /** Decisions that are the gateway's own failure or the origin's, not a refusal of the caller. */
@@ -29,9 +30,19 @@ export function refusedCallerOf(x: Exchange): string | null {
   return callerIdOf(x);
 }
 
-/** Counts the request in this isolate's traffic rollups. */
+/**
+ * Counts the request in this isolate's traffic rollups: by its decision
+ * (`shadow:<code>` when it went on past a refusal only shadows would make),
+ * and once per shadow policy that would have refused it, with its caller.
+ */
 export function countTraffic(x: Exchange, nowMs: number): void {
-  x.runtime.traffic.count(nowMs, x.tenant?.slug ?? null, x.decision, refusedCallerOf(x));
+  const traffic = x.runtime.traffic;
+  const tenant = x.tenant?.slug ?? null;
+  traffic.count(nowMs, tenant, loggedDecision(x), refusedCallerOf(x));
+  const marks = x.shadowPolicies;
+  if (marks === null) return;
+  const caller = callerIdOf(x);
+  for (const mark of marks) traffic.countShadow(nowMs, tenant, mark.policy, mark.code, caller);
 }
 
 /** What a traffic flush needs: the retention, and the keyed digest of addresses (the audit subject, so GET /audit and the traffic lists name a caller alike). */

@@ -28,12 +28,26 @@ export interface RequestLogLine {
   bytes_out: number | null;
   /** Present (true) only when a global limit's ledger could not answer and `global.on_error` decided. */
   ledger_error?: true;
+  /** Present only when shadow policies would have refused the request: each policy's name and the refusal's code. */
+  shadow_policies?: { policy: string; code: string }[];
 }
 
-/** The decision the log records: a shadow refusal shows as `shadow:<code>` on an admitted request. */
+/** The decision the log (and traffic) records: a shadow refusal, by `mode: "shadow"` or by a shadow policy, shows as `shadow:<code>` on an admitted request. */
 export function loggedDecision(x: Exchange): Decision {
+  if (x.decision !== "admitted") return x.decision;
   const shadow = x.shadow;
-  return shadow !== null && x.decision === "admitted" ? `shadow:${shadow[0]!}` : x.decision;
+  if (shadow !== null) return `shadow:${shadow[0]!}`;
+  const policies = x.shadowPolicies;
+  return policies === null ? "admitted" : `shadow:${policies[0]!.code}`;
+}
+
+/** The shadow policies' member of the line, written as JSON.stringify writes it. */
+function shadowPoliciesMember(x: Exchange): string {
+  const marks = x.shadowPolicies;
+  if (marks === null) return "";
+  let out = "";
+  for (const mark of marks) out += `${out === "" ? "" : ","}{"policy":${JSON.stringify(mark.policy)},"code":${JSON.stringify(mark.code)}}`;
+  return `,"shadow_policies":[${out}]`;
 }
 
 /** A number as JSON.stringify writes it (a non-finite one is null). */
@@ -60,7 +74,9 @@ export function requestLogLine(x: Exchange, status: number, bytesOut: number | n
     `,"tenant":${jsonString(tenant)},"key_id":${jsonString(keyId)},"method":${jsonString(x.method)},"path":${jsonString(x.path)}` +
     `,"status":${jsonNumber(status)},"decision":${jsonString(loggedDecision(x))},"duration_ms":${jsonNumber(nowMs - x.startedAtMs)}` +
     `,"bytes_in":${jsonNumber(x.declaredBytes ?? 0)},"bytes_out":${jsonNumber(bytesOut)}` +
-    (x.ledgerError ? `,"ledger_error":true}` : "}")
+    (x.ledgerError ? `,"ledger_error":true` : "") +
+    shadowPoliciesMember(x) +
+    "}"
   );
 }
 

@@ -97,7 +97,7 @@ describe("compileLimits", () => {
 
   it("refuses more than three limits, and names the bad entry", () => {
     const four = [1, 2, 3, 4].map((count) => ({ count, window_s: 1 }));
-    expect(limitListError(four)).toBe("at most 3 limits per list");
+    expect(limitListError(four)).toBe("at most 3 limits per list (and 3 shadow ones beside them)");
     expect(() => compileLimits(four)).toThrow(/at most 3/);
     expect(limitListError([{ count: 1, window_s: 1 }, { count: 0, window_s: 1 }])).toMatch(/^\[1\]: count/);
     expect(limitListError({})).toBe("limits must be a list");

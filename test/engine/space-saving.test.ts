@@ -71,8 +71,8 @@ describe("an isolate's traffic counts", () => {
     counts.count(t0 + MINUTE_MS, null, "blocked", "ip:192.0.2.1");
     const taken = counts.take().map((m) => flushedMinute(m, 10));
     expect(taken).toEqual([
-      { minuteMs: t0, rows: [{ tenant: "acme", decision: "admitted", count: 2 }, { tenant: "acme", decision: "rate_limited", count: 1 }], topRefused: [{ item: "key:abc", tag: "acme", count: 1, error: 0 }] },
-      { minuteMs: t0 + MINUTE_MS, rows: [{ tenant: "anonymous", decision: "blocked", count: 1 }], topRefused: [{ item: "ip:192.0.2.1", tag: "anonymous", count: 1, error: 0 }] },
+      { minuteMs: t0, rows: [{ tenant: "acme", decision: "admitted", count: 2 }, { tenant: "acme", decision: "rate_limited", count: 1 }], topRefused: [{ item: "key:abc", tag: "acme", count: 1, error: 0 }], shadow: [] },
+      { minuteMs: t0 + MINUTE_MS, rows: [{ tenant: "anonymous", decision: "blocked", count: 1 }], topRefused: [{ item: "ip:192.0.2.1", tag: "anonymous", count: 1, error: 0 }], shadow: [] },
     ]);
     expect(counts.pendingMinutes).toBe(0);
   });

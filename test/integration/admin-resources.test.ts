@@ -172,6 +172,7 @@ describe("the OpenAPI document", () => {
         "/usage/reconcile",
         "/traffic",
         "/traffic/top-refused",
+        "/traffic/shadow",
         "/alerts",
       ]),
     );
@@ -183,7 +184,7 @@ describe("the OpenAPI document", () => {
     for (const id of ["Block", "BlockPage", "Org", "OrgPage", "OverridePage", "TenantPage", "ReconcileReport"]) expect(doc.components.schemas).toHaveProperty(id);
     const limit = doc.components.schemas.Limit;
     expect(limit).toMatchObject({ type: "object", required: ["count", "window_s"], additionalProperties: false });
-    expect(doc.components.schemas.KeyLimits).toMatchObject({ additionalProperties: { maxItems: 3, items: { $ref: "#/components/schemas/Limit" } } });
+    expect(doc.components.schemas.KeyLimits).toMatchObject({ additionalProperties: { maxItems: 6, items: { $ref: "#/components/schemas/Limit" } } });
     expect(doc.components.schemas.Key?.properties).not.toHaveProperty("digest");
   });
 });

@@ -28,6 +28,7 @@ function reference(x: ReturnType<typeof exchangeFor>, status: number, bytesOut: 
     bytes_out: bytesOut,
   };
   if (x.ledgerError) line.ledger_error = true;
+  if (x.shadowPolicies !== null) line.shadow_policies = x.shadowPolicies.map((m) => ({ policy: m.policy, code: m.code }));
   return JSON.stringify(line);
 }
 
@@ -52,19 +53,24 @@ describe("requestLogLine", () => {
       ] as const) {
         const x = exchangeFor(runtime, new Request(`https://gateway.test${path}?q=secret`, init));
         x.caller = caller;
-        for (const [status, bytesOut, decision, shadow, ledgerError] of [
-          [200, 2, "admitted", null, false],
-          [200, null, "admitted", ["rate_limited"], false],
-          [429, 313, "rate_limited", null, false],
-          [200, 2, "admitted", null, true],
-          [502, null, "origin_unreachable", null, false],
+        for (const [status, bytesOut, decision, shadow, ledgerError, policies] of [
+          [200, 2, "admitted", null, false, null],
+          [200, null, "admitted", ["rate_limited"], false, null],
+          [429, 313, "rate_limited", null, false, null],
+          [200, 2, "admitted", null, true, null],
+          [502, null, "origin_unreachable", null, false, null],
+          [200, 2, "admitted", null, false, [{ code: "rate_limited", policy: "request-key-60s" }, { code: "blocked", policy: "penalty:request-ip-5s" }]],
+          [200, 2, "admitted", null, true, [{ code: "budget_exhausted", policy: "budget-tokens-tenant-month" }]],
         ] as const) {
           x.decision = decision;
           x.shadow = shadow === null ? null : [...shadow];
           x.ledgerError = ledgerError;
+          x.shadowPolicies = policies === null ? null : [...policies];
           const line = requestLogLine(x, status, bytesOut, x.startedAtMs + 17);
           expect(line).toBe(reference(x, status, bytesOut, x.startedAtMs + 17));
           expect(JSON.parse(line)).not.toHaveProperty("q");
+          // A request only shadow policies would have refused is logged as their first refusal.
+          if (policies !== null) expect(JSON.parse(line).decision).toBe(`shadow:${policies[0]!.code}`);
         }
       }
     });
