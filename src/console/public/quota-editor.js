@@ -25,7 +25,7 @@ function sizeInput(name, initial) {
   const show = () => {
     const text = control.value.trim();
     const parsed = text === "" ? null : parseSize(text);
-    reading.replaceChildren(parsed === null ? "unlimited" : parsed.ok ? `= ${formatCount(parsed.bytes)} bytes` : parsed.message);
+    reading.replaceChildren(parsed === null ? "" : parsed.ok ? `= ${formatCount(parsed.bytes)} bytes` : parsed.message);
   };
   control.addEventListener("input", show);
   show();
