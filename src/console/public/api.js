@@ -69,7 +69,7 @@ function wait(ms) {
  * @property {(path: string, query?: Record<string, string | undefined>) => Promise<any>} get
  * @property {(path: string, query?: Record<string, string | undefined>) => Promise<string>} text
  * @property {(path: string, body?: unknown) => Promise<any>} put
- * @property {(path: string, body?: unknown) => Promise<any>} post
+ * @property {(path: string, body?: unknown, headers?: Record<string, string>) => Promise<any>} post
  * @property {(path: string) => Promise<any>} del
  */
 
@@ -87,7 +87,7 @@ export function createApi(hooks = {}) {
   /**
    * @param {string} method
    * @param {string} path
-   * @param {{ query?: Record<string, string | undefined>, body?: unknown, text?: boolean }} options
+   * @param {{ query?: Record<string, string | undefined>, body?: unknown, text?: boolean, headers?: Record<string, string> }} options
    */
   async function call(method, path, options) {
     const url = new URL(ADMIN_BASE + path, location.origin);
@@ -95,7 +95,7 @@ export function createApi(hooks = {}) {
       if (value !== undefined && value !== "") url.searchParams.set(name, value);
     }
     /** @type {Record<string, string>} */
-    const headers = { ...CONSOLE_HEADERS };
+    const headers = { ...options.headers, ...CONSOLE_HEADERS };
     if (options.body !== undefined) headers["content-type"] = "application/json";
     const init = { method, headers, body: options.body === undefined ? undefined : JSON.stringify(options.body), cache: /** @type {RequestCache} */ ("no-store"), credentials: /** @type {RequestCredentials} */ ("same-origin") };
 
@@ -126,7 +126,7 @@ export function createApi(hooks = {}) {
     get: (path, query) => call("GET", path, { query }),
     text: (path, query) => call("GET", path, { query, text: true }),
     put: (path, body) => call("PUT", path, { body: body ?? {} }),
-    post: (path, body) => call("POST", path, { body: body ?? {} }),
+    post: (path, body, headers) => call("POST", path, { body: body ?? {}, headers }),
     del: (path) => call("DELETE", path, {}),
   };
 }

@@ -1,12 +1,18 @@
 // @ts-check
-// Budget gauges for the tenant, key and org pages: each budget's spend this
-// period against its amount, read live from GET …/budgets (the quota
-// object's exact figures), with when it resets. Credits show what remains.
+// Budgets on the tenant, key and org pages: each budget's spend this period
+// against its amount, read live from GET …/budgets (the quota object's exact
+// figures), with when it resets and what its thresholds do; credits show what
+// remains. Under each, changing, topping up and deleting it, and a form to
+// add one (budget-forms.js): disabled for the auditor.
+import { seg } from "./api.js";
+import { addBudgetForm, budgetActions, thresholdText } from "./budget-forms.js";
 import { gauge } from "./charts.js";
 import { el, formatCount, notice, time } from "./dom.js";
 
 /**
  * @typedef {{ owner: string, category: string, period: string, amount: number, used: number, remaining: number, thresholds: number[], resets_at: string | null }} Budget
+ * @typedef {import("./budget-forms.js").Owner} Owner
+ * @typedef {import("./view.js").ViewContext} ViewContext
  */
 
 /** @type {Record<string, string>} */
@@ -15,29 +21,44 @@ const PERIOD_LABELS = { day: "today", week: "this week", month: "this month", no
 /** @param {Budget} b */
 function budgetGauge(b) {
   const label = `${b.category} · ${PERIOD_LABELS[b.period] ?? b.period}`;
-  // The first threshold marks the warning level, as the audit events do.
-  const soft = b.thresholds.length > 1 ? Math.floor((b.thresholds[0] ?? 0.8) * b.amount) : undefined;
-  const figure = gauge({ label, used: b.used, soft, hard: b.amount, format: formatCount });
+  // The first threshold below the amount marks where alerts start, as the audit events do.
+  const first = b.thresholds.find((t) => t < 1);
+  const soft = first === undefined ? undefined : Math.floor(first * b.amount);
+  const figure = gauge({ label, used: b.used, soft, hard: b.amount, format: formatCount, bounds: thresholdText(b.thresholds) });
   const when = b.resets_at === null ? el("p", { class: "hint" }, `${formatCount(b.remaining)} remaining; top-ups add to it`) : el("p", { class: "hint" }, `${formatCount(b.remaining)} remaining · resets `, time(b.resets_at));
   figure.appendChild(when);
   return figure;
 }
 
 /**
- * The gauges of an owner's budgets; a notice when there are none or they could not be read.
- * @param {{ get: (path: string) => Promise<any> }} api
- * @param {string} path the owner's budgets path, e.g. `/tenants/acme/budgets`
+ * A budget's gauge with its actions.
+ * @param {ViewContext} ctx
+ * @param {Owner} owner
+ * @param {Budget} b
  */
-export async function budgetGauges(api, path) {
+function budgetItem(ctx, owner, b) {
+  return el("div", { class: "budget" }, budgetGauge(b), budgetActions(ctx, owner, b));
+}
+
+/**
+ * An owner's budgets, each with its actions, and a form to add one; a notice when they could not be read.
+ * @param {ViewContext} ctx
+ * @param {Owner} owner
+ */
+export async function budgetPanel(ctx, owner) {
   /** @type {Budget[]} */
   let budgets;
   try {
-    budgets = (await api.get(path)).budgets;
+    budgets = (await ctx.api.get(`${owner.path}/budgets`)).budgets;
   } catch {
     return notice("alert", "The budgets could not be read just now; reload to try again.");
   }
-  if (budgets.length === 0) return el("p", { class: "empty" }, "No budgets. Set them with the admin API or `tollgate budgets put`.");
-  return el("div", { class: "gauges" }, ...budgets.map(budgetGauge));
+  return el(
+    "div",
+    {},
+    budgets.length === 0 ? el("p", { class: "empty" }, "No budgets.") : el("div", { class: "gauges" }, ...budgets.map((b) => budgetItem(ctx, owner, b))),
+    addBudgetForm(ctx, [owner], () => budgets),
+  );
 }
 
 /** Keys whose budgets the keys page reads, at most (each is one call). */
@@ -46,15 +67,16 @@ const MAX_KEYS_READ = 20;
 const KEYS_READ_AT_ONCE = 6;
 
 /**
- * The budgets of a tenant's active keys (the first MAX_KEYS_READ), one group per key that has any.
- * @param {{ get: (path: string) => Promise<any> }} api
- * @param {string} tenantSegment the tenant, already a path segment
+ * The budgets of a tenant's active keys (the first MAX_KEYS_READ), one group
+ * per key that has any, each with its actions; and a form to add one to any of them.
+ * @param {ViewContext} ctx
+ * @param {string} tenant
  */
-export async function keyBudgetGauges(api, tenantSegment) {
+export async function keyBudgetPanel(ctx, tenant) {
   /** @type {Array<{ id: string, name: string, revoked_at: string | null }>} */
   let keys;
   try {
-    keys = (await api.get(`/tenants/${tenantSegment}/keys`)).keys.filter((/** @type {{ revoked_at: string | null }} */ k) => k.revoked_at === null);
+    keys = (await ctx.api.get(`/tenants/${seg(tenant)}/keys`)).keys.filter((/** @type {{ revoked_at: string | null }} */ k) => k.revoked_at === null);
   } catch {
     return notice("alert", "The keys' budgets could not be read just now; reload to try again.");
   }
@@ -69,20 +91,24 @@ export async function keyBudgetGauges(api, tenantSegment) {
       const i = next++;
       const key = /** @type {{ id: string }} */ (read[i]);
       try {
-        found[i] = (await api.get(`/keys/${encodeURIComponent(key.id)}/budgets`)).budgets;
+        found[i] = (await ctx.api.get(`/keys/${seg(key.id)}/budgets`)).budgets;
       } catch {
         found[i] = null;
       }
     }
   }
   await Promise.all(Array.from({ length: Math.min(KEYS_READ_AT_ONCE, read.length) }, reader));
+  /** @type {Owner[]} */
+  const owners = read.map((key) => ({ path: `/keys/${seg(key.id)}`, name: `key:${key.id}`, label: `key “${key.name}” (key:${key.id})`, choice: `${key.name} · key:${key.id}` }));
   const groups = [];
   read.forEach((key, i) => {
     const budgets = found[i] ?? null;
+    const owner = /** @type {Owner} */ (owners[i]);
     if (budgets === null) groups.push(el("div", {}, el("h3", {}, key.name), notice("alert", "This key's budgets could not be read.")));
-    else if (budgets.length > 0) groups.push(el("div", {}, el("h3", {}, key.name, " ", el("code", {}, `key:${key.id}`)), el("div", { class: "gauges" }, ...budgets.map(budgetGauge))));
+    else if (budgets.length > 0) groups.push(el("div", {}, el("h3", {}, key.name, " ", el("code", {}, `key:${key.id}`)), el("div", { class: "gauges" }, ...budgets.map((b) => budgetItem(ctx, owner, b)))));
   });
-  if (groups.length === 0) return el("p", { class: "empty" }, "None of its keys has a budget.");
+  if (groups.length === 0) groups.push(el("p", { class: "empty" }, read.length === 0 ? "No active keys." : "None of its keys has a budget."));
   if (keys.length > MAX_KEYS_READ) groups.push(el("p", { class: "hint" }, `Showing the budgets of its first ${MAX_KEYS_READ} active keys.`));
+  if (owners.length > 0) groups.push(addBudgetForm(ctx, owners, (owner) => found[owners.indexOf(owner)] ?? []));
   return el("div", {}, ...groups);
 }

@@ -93,8 +93,9 @@ export function barChart(options) {
 /**
  * A quota gauge: used against the hard quota (or the soft one when there is
  * no hard), the soft quota marked. Without a quota, the figure alone.
- * `boundFormat` writes the bounds (as the operator set them: "2 GiB"), `format` the use.
- * @param {{ label: string, used: number, soft?: number, hard?: number, format: (n: number) => string, boundFormat?: (n: number) => string }} options
+ * `boundFormat` writes the bounds (as the operator set them: "2 GiB"), `format` the use;
+ * `bounds` says what the bounds do instead of "soft … · hard …" (a budget's thresholds).
+ * @param {{ label: string, used: number, soft?: number, hard?: number, format: (n: number) => string, boundFormat?: (n: number) => string, bounds?: string }} options
  */
 export function gauge(options) {
   const { used, soft, hard, format } = options;
@@ -127,7 +128,7 @@ export function gauge(options) {
     svg("rect", { class: "fill", x: 0, y: 0, width: Math.min(1, ratio) * 300, height: 14, rx: 3 }),
     soft !== undefined && hard !== undefined && hard > 0 ? svg("line", { class: "soft", x1: (soft / hard) * 300, x2: (soft / hard) * 300, y1: 0, y2: 14 }) : null,
   );
-  const bounds = [soft === undefined ? null : `soft ${boundFormat(soft)}`, hard === undefined ? null : `hard ${boundFormat(hard)}`].filter((b) => b !== null).join(" · ");
+  const bounds = options.bounds ?? [soft === undefined ? null : `soft ${boundFormat(soft)}`, hard === undefined ? null : `hard ${boundFormat(hard)}`].filter((b) => b !== null).join(" · ");
   return el("div", { class: `gauge ${level}` }, head, meter, el("p", { class: "hint" }, bounds));
 }
 

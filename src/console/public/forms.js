@@ -68,7 +68,7 @@ function writeButton(options) {
  * A write button that asks first (confirm.js), then runs `action`. A failure
  * shows as an alert right after the button, replacing the one before it, so
  * clicking again never stacks copies of the same message.
- * @param {{ label: string, canWrite: boolean, confirm: { title: string, message: string, confirm: string }, action: () => Promise<void>, failure: string, danger?: boolean, name?: string }} options
+ * @param {{ label: string, canWrite: boolean, confirm: { title: string, message: string | ReadonlyArray<string>, confirm: string }, action: () => Promise<void>, failure: string, danger?: boolean, name?: string }} options
  */
 export function confirmedButton(options) {
   /** @type {HTMLElement | null} */

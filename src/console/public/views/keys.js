@@ -4,7 +4,7 @@
 // listed again) and is gone when the panel is closed or the page left.
 // Revoking asks first.
 import { seg } from "../api.js";
-import { keyBudgetGauges } from "../budget-gauges.js";
+import { keyBudgetPanel } from "../budget-gauges.js";
 import { el, formatCount, notice, table, time } from "../dom.js";
 import { confirmedButton, expiryField, field, input, onSubmit, writeForm } from "../forms.js";
 import { link, page, refused, searchForm, section, tenantPicker, valueOf } from "../view.js";
@@ -134,5 +134,5 @@ export async function keysView(ctx) {
     throw error;
   }
   const list = section("Keys of this tenant", table);
-  ctx.show(page(ctx, `Keys of ${tenant}`, picker, mintForm(ctx, tenant, list), list, section("Budgets of its keys", await keyBudgetGauges(ctx.api, seg(tenant)))));
+  ctx.show(page(ctx, `Keys of ${tenant}`, picker, mintForm(ctx, tenant, list), list, section("Budgets of its keys", await keyBudgetPanel(ctx, tenant))));
 }

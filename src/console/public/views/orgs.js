@@ -3,7 +3,7 @@
 // List and create; one org's summed usage, its tenants, its quota to edit,
 // and deleting it (the API refuses while a tenant names it, and says so).
 import { ApiError, exists, seg } from "../api.js";
-import { budgetGauges } from "../budget-gauges.js";
+import { budgetPanel } from "../budget-gauges.js";
 import { quotaGauges } from "../charts.js";
 import { el, formatCount, table, time } from "../dom.js";
 import { confirmedButton, field, input, onSubmit, writeForm } from "../forms.js";
@@ -72,7 +72,7 @@ export async function orgView(ctx) {
       `Org ${org.org}`,
       el("p", { class: "meta" }, `${formatCount(org.tenant_count)} tenant(s) · created `, time(org.created_at), " · updated ", time(org.updated_at)),
       section("Quota use, summed over its tenants", quotaGauges(org.usage ?? null, org.quota)),
-      section("Budgets over all its tenants", await budgetGauges(ctx.api, `/orgs/${seg(org.org)}/budgets`)),
+      section("Budgets over all its tenants", await budgetPanel(ctx, { path: `/orgs/${seg(org.org)}`, name: `org:${org.org}`, label: `org:${org.org}` })),
       section("Tenants", tenants.length === 0 ? el("p", { class: "empty" }, "No tenants: set a tenant's org on its page.") : el("ul", { class: "inline-list" }, tenants.map((t) => el("li", {}, link(t, `tenants/${encodeURIComponent(t)}`))))),
       form,
       section("Danger zone", remove),

@@ -3,7 +3,7 @@
 // object), its limits, quota and org to edit, links to its keys, usage,
 // explanation and audit trail, and deleting it.
 import { seg } from "../api.js";
-import { budgetGauges } from "../budget-gauges.js";
+import { budgetPanel } from "../budget-gauges.js";
 import { quotaGauges } from "../charts.js";
 import { el, time } from "../dom.js";
 import { confirmedButton, field, input, onSubmit, writeForm } from "../forms.js";
@@ -72,7 +72,7 @@ export async function tenantView(ctx) {
         link("Audit trail", "audit", q),
       ),
       section("Quota use now", el("p", { class: "hint" }, "Live, from the tenant's quota object."), quotaGauges(tenant.usage ?? null, tenant.quota)),
-      section("Budgets", await budgetGauges(ctx.api, `/tenants/${seg(tenant.tenant)}/budgets`)),
+      section("Budgets", await budgetPanel(ctx, { path: `/tenants/${seg(tenant.tenant)}`, name: `tenant:${tenant.tenant}`, label: `tenant:${tenant.tenant}` })),
       editForm(ctx, tenant),
       section("Danger zone", el("p", { class: "hint" }, "Deleting a tenant revokes all its keys."), remove),
     ),
