@@ -257,7 +257,6 @@ describe.runIf(BROWSER_TESTS)("the console, signed in with the admin token", () 
     expect(Number(await bar.getAttribute("height"))).toBeGreaterThan(0);
     expect(await page.locator("figure").count()).toBe(3);
     await screenshot(page, "usage");
-    // What the README shows (docs/console.png is this one, compressed).
     await screenshot(page, "usage-viewport", { fullPage: false });
 
     // Without a tenant: a requests chart for each of the busiest tenants (other e2e files meter too).
