@@ -29,8 +29,8 @@ const PERIODS = /** @type {const} */ ([
 /** `this month`, `this week`, `today`; credits have no period. */
 const THIS_PERIOD = /** @type {Record<string, string>} */ ({ day: "today", week: "this week", month: "this month", none: "so far" });
 
-/** Categories every deployment knows; others are the config's, which the API names when one is refused. */
-const KNOWN_CATEGORIES = ["request", "tokens"];
+/** The category every deployment knows; the others are the config's, which the API lists when one is refused. */
+const KNOWN_CATEGORIES = ["request"];
 
 /**
  * `1,000 requests`, `20,000 tokens`, `5 upload units`.
