@@ -378,6 +378,29 @@ export interface Config {
 
 export type ConfigResult = { ok: true; config: Config } | { ok: false; field: string; message: string };
 
+/** The admin token's category: charged to admin tokens alone, under the `admin` subject kind. */
+const ADMIN_CATEGORY = "admin";
+/** The auth-failure gate's category: its limits are the top-level `auth_failures`, never a `categories` entry. */
+const AUTH_FAILURES_CATEGORY = "auth_failures";
+
+/**
+ * A `categories` entry that could never apply: the auth-failure gate's
+ * (set by `auth_failures`), a limit of another kind in the admin category
+ * (charged to admin tokens only), an `admin` limit anywhere else. A name
+ * that means nothing is an invalid config, not a silent no-op.
+ */
+function meaninglessCategoryLimit(categories: RawConfig["categories"]): { field: string; message: string } | null {
+  for (const [category, spec] of Object.entries(categories)) {
+    if (category === AUTH_FAILURES_CATEGORY) return { field: `categories.${category}`, message: "is not charged to callers: the auth-failure gate's limits are the top-level auth_failures" };
+    for (const kind of Object.keys(spec.limits ?? {})) {
+      if ((kind === ADMIN_CATEGORY) === (category === ADMIN_CATEGORY)) continue;
+      const message = category === ADMIN_CATEGORY ? "never applies: the admin category is charged to admin tokens alone; set its `admin` limits" : "never applies: `admin` limits are charged only in the admin category";
+      return { field: `categories.${category}.limits.${kind}`, message };
+    }
+  }
+  return null;
+}
+
 /** Parse a TOLLGATE value (an object, a JSON string, or absent) into a compiled Config. */
 export function parseConfig(raw: unknown): ConfigResult {
   let value: unknown = raw;
@@ -421,6 +444,8 @@ export function parseConfig(raw: unknown): ConfigResult {
   }
 
   const defaults: Record<string, Partial<Record<SubjectKind, readonly Limit[]>>> = {};
+  const meaningless = meaninglessCategoryLimit(c.categories);
+  if (meaningless !== null) return { ok: false, ...meaningless };
   for (const [category, spec] of Object.entries(c.categories)) {
     const byKind: Partial<Record<SubjectKind, readonly Limit[]>> = {};
     for (const kind of SUBJECT_KINDS) {

@@ -14,7 +14,6 @@
 // the object has added it the answer says so, whatever D1 does, and
 // `Idempotency-Key` makes a retry of it safe.
 import type { Context, Hono } from "hono";
-import type { Config } from "../config";
 import { insertAuditEvent } from "../db/audit";
 import { type BudgetOwnerKind, removeBudgetCategory, setBudgetCategory } from "../db/budgets";
 import { database, type Db } from "../db/client";
@@ -25,12 +24,12 @@ import { type BudgetPutResult, type BudgetState, type BudgetTopUpResult, MAX_IDE
 import type { OrgQuota } from "../durable/org-quota";
 import { callQuota } from "../durable/quota-client";
 import type { TenantQuota } from "../durable/tenant-quota";
-import { REQUEST_CATEGORY } from "../limits/rate-limit";
 import { problem } from "../errors";
 import { errorName, log } from "../log/logger";
 import { type Background, keepAlive } from "../utils/wait-until";
 import type { AdminEnv } from "./admin-env";
 import { presentBudget } from "./budget-reads";
+import { budgetCategories, unknownCategory } from "./categories";
 import { budgetBodySchema, topUpBodySchema } from "./budget-schemas";
 import { keyNotFound, orgNotFound, tenantNotFound } from "./not-found";
 import { orgStub } from "./org-sync";
@@ -46,8 +45,6 @@ const MAX_ORG_TENANTS_CLEARED = 500;
 /** Waits before each retry of a landed top-up's audit event that D1 refused (about 20 s in all, within what waitUntil allows). */
 const AUDIT_RETRY_DELAYS_MS: readonly number[] = [250, 1_000, 4_000, 15_000];
 const VISIBLE_ASCII = /^[\x21-\x7e]+$/;
-/** Categories every deployment knows besides the configured ones: the request unit and response-priced tokens. */
-const BUILT_IN_CATEGORIES = [REQUEST_CATEGORY, "tokens"];
 
 /** A budget owner, found. */
 interface Owner {
@@ -61,15 +58,6 @@ interface Owner {
 }
 
 type BudgetStub = DurableObjectStub<TenantQuota> | DurableObjectStub<OrgQuota>;
-
-/** Categories a budget may name: `request`, `tokens`, and every category the config names. */
-export function budgetCategories(config: Config): Set<string> {
-  const out = new Set<string>(BUILT_IN_CATEGORIES);
-  for (const c of config.routes.categories) out.add(c);
-  for (const c of Object.keys(config.defaults)) out.add(c);
-  for (const r of config.responseCharges) if (r !== null) out.add(r.category);
-  return out;
-}
 
 /** The top-up's Idempotency-Key: absent, or 1 to MAX_IDEMPOTENCY_KEY_CHARS visible ASCII characters (a quoted string, as the IETF draft spells it, is read without its quotes). */
 function idempotencyKeyOf(c: Context<AdminEnv>): { ok: true; value: string | undefined } | { ok: false; response: Response } {
@@ -161,7 +149,7 @@ function categoryOf(c: Context<AdminEnv>): Category {
   const category = c.req.param("category") ?? "";
   if (!CATEGORY_NAME.test(category)) return { ok: false, response: invalid("category", "category names match ^[a-z][a-z0-9_]{0,31}$") };
   const known = budgetCategories(c.get("config"));
-  if (!known.has(category)) return { ok: false, response: invalid("category", `no category named ${category}: one of ${[...known].sort().join(", ")}`) };
+  if (!known.has(category)) return { ok: false, response: unknownCategory("category", category, known) };
   return { ok: true, value: category };
 }
 

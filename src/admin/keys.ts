@@ -12,6 +12,7 @@ import type { AdminEnv } from "./admin-env";
 import { purgeBudgets } from "./budget-reads";
 import { keyNotFound, tenantNotFound } from "./not-found";
 import { presentKey } from "./present";
+import { unknownLimitCategory } from "./categories";
 import { keyIdSchema, mintKeyBodySchema, tenantSlugSchema } from "./schemas";
 import { stored } from "./storage";
 import { invalid, jsonBody, pathParam } from "./validate";
@@ -22,6 +23,8 @@ export function registerKeyRoutes(app: Hono<AdminEnv>): void {
     if (!slug.ok) return slug.response;
     const body = await jsonBody(c, mintKeyBodySchema);
     if (!body.ok) return body.response;
+    const unknown = unknownLimitCategory(body.value.limits, "limits", c.get("config"));
+    if (unknown !== null) return unknown;
     const nowMs = Date.now();
     const expiresAtMs = body.value.expires_at == null ? null : Date.parse(body.value.expires_at);
     if (expiresAtMs !== null && expiresAtMs <= nowMs) return invalid("expires_at", "must be in the future");

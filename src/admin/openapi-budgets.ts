@@ -6,7 +6,7 @@ const categoryParam: Json = {
   name: "category",
   in: "path",
   required: true,
-  description: "`request`, `tokens`, or a category the TOLLGATE config names (routes' charges, response_charge, categories)",
+  description: "`request`, or a category the TOLLGATE config names (routes' charges, response_charge, categories); any other is 400 listing the known ones",
   schema: { type: "string", pattern: "^[a-z][a-z0-9_]{0,31}$" },
 };
 const OWNERS: readonly (readonly [base: string, param: Json, who: string])[] = [

@@ -19,6 +19,7 @@ import { overrideNotFound } from "./not-found";
 import { overridePageQuerySchema } from "./operation-schemas";
 import { pageOf, rowsToRead } from "./paging";
 import { presentOverride } from "./present";
+import { unknownLimitCategory } from "./categories";
 import { overrideBodySchema } from "./schemas";
 import { stored } from "./storage";
 import { invalid, jsonBody, type Parsed, validate } from "./validate";
@@ -60,6 +61,8 @@ export function registerOverrideRoutes(app: Hono<AdminEnv>): void {
     if (!callerKey.ok) return callerKey.response;
     const body = await jsonBody(c, overrideBodySchema);
     if (!body.ok) return body.response;
+    const unknown = unknownLimitCategory(body.value.limits, "limits", c.get("config"));
+    if (unknown !== null) return unknown;
     const nowMs = Date.now();
     const expiresAtMs = body.value.expires_at == null ? null : Date.parse(body.value.expires_at);
     if (expiresAtMs !== null && expiresAtMs <= nowMs) return invalid("expires_at", "must be in the future");

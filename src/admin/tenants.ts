@@ -21,6 +21,7 @@ import { syncOrgMembership } from "./org-sync";
 import { pageOf, rowsToRead } from "./paging";
 import { presentTenant } from "./present";
 import { purgeTenantQuota } from "./quota-purge";
+import { unknownLimitCategory } from "./categories";
 import { tenantBodySchema, tenantSlugSchema } from "./schemas";
 import { stored } from "./storage";
 import { liveQuotaUsage, quotaUnavailable } from "./usage";
@@ -59,6 +60,8 @@ export function registerTenantRoutes(app: Hono<AdminEnv>): void {
     if (!slug.ok) return slug.response;
     const body = await jsonBody(c, tenantBodySchema);
     if (!body.ok) return body.response;
+    const unknown = unknownLimitCategory(body.value.limits, "limits", c.get("config"));
+    if (unknown !== null) return unknown;
     const db = database(c.env.DB);
     const nowMs = Date.now();
     const missingOrg = await checkOrgExists(db, body.value.org);
@@ -109,6 +112,8 @@ export function registerTenantRoutes(app: Hono<AdminEnv>): void {
     if (!slug.ok) return slug.response;
     const body = await jsonBody(c, tenantBodySchema);
     if (!body.ok) return body.response;
+    const unknown = unknownLimitCategory(body.value.limits, "limits", c.get("config"));
+    if (unknown !== null) return unknown;
     const db = database(c.env.DB);
     const nowMs = Date.now();
     const existing = await stored(() => getTenant(db, slug.value));

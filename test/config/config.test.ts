@@ -170,6 +170,14 @@ describe("config", () => {
     },
   );
 
+  it.each([
+    [{ categories: { auth_failures: { limits: { ip: [{ count: 5, window_s: 60 }] } } } }, "categories.auth_failures"],
+    [{ categories: { admin: { limits: { key: [{ count: 5, window_s: 1 }] } } } }, "categories.admin.limits.key"],
+    [{ categories: { request: { limits: { admin: [{ count: 5, window_s: 1 }] } } } }, "categories.request.limits.admin"],
+  ])("refuses %j, a categories entry that could never apply, naming %s", (raw, field) => {
+    expect(parseConfig(raw)).toMatchObject({ ok: false, field, message: expect.stringMatching(/auth_failures|never applies/) });
+  });
+
   it("refuses a JSON string that does not parse, or is not an object", () => {
     expect(parseConfig("{mode:")).toEqual({ ok: false, field: "TOLLGATE", message: "is not valid JSON" });
     expect(parseConfig("[1]")).toEqual({ ok: false, field: "TOLLGATE", message: "must be a JSON object" });

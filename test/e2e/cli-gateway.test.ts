@@ -68,6 +68,18 @@ describe("tollgate tenants", () => {
     expect(jsonOut(await tollgate("tenants", "get", tenant, "--json"))).toMatchObject({ limits: LIMITS });
   });
 
+  it("exits 1 on a limit naming a category nothing defines, passing on the API's message with the known ones, and stores nothing", async () => {
+    const tenant = unique("cli-name");
+    // This gateway's config defines upload (its PUT /objects route charges it) besides the built-ins.
+    const known = "one of message, request, stream_rent, upload";
+    expectRefused(await tollgate("tenants", "put", tenant, "--limits", '{"reqest":{"key":[{"count":5,"window_s":60}]}}'), new RegExp(`^error: invalid_request \\(400\\): limits\\.reqest: no category named reqest: ${known}\\n$`));
+    expectRefused(await tollgate("tenants", "get", tenant), /^error: not_found \(404\)/);
+    expect((await tollgate("tenants", "put", tenant, "--limits", JSON.stringify(LIMITS))).code).toBe(0);
+    const minted = jsonOut<{ id: string }>(await tollgate("keys", "mint", tenant, "--name", "n", "--json"));
+    expectRefused(await tollgate("overrides", "put", `key:${minted.id}`, "--limits", '{"uplaod":[{"count":5,"window_s":60}]}'), new RegExp(`^error: invalid_request \\(400\\): limits\\.uplaod: no category named uplaod: ${known}\\n$`));
+    expectRefused(await tollgate("overrides", "get", `key:${minted.id}`), /^error: not_found \(404\)/);
+  });
+
   it("prints the API's JSON for put and rm with --json", async () => {
     const tenant = unique("cli-j");
     const put = jsonOut(await tollgate("tenants", "put", tenant, "--json"));

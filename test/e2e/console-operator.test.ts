@@ -75,6 +75,28 @@ describe.runIf(BROWSER_TESTS)("the console keeps what it does not change", () =>
     await finish(tab);
   });
 
+  it("shows the API's refusal of a category nothing defines next to the category, and saves nothing", async () => {
+    const tenant = unique("nameless");
+    const limits = { request: { key: [{ count: 100, window_s: 60 }] } };
+    expect((await arrange("PUT", `/tenants/${tenant}`, { limits })).status).toBe(201);
+    const tab = await signedIn();
+    const { page } = tab;
+    await visit(page, `#/tenants/${tenant}`, `Tenant ${tenant}`);
+    // The limits editor's row (the budgets form has a Category field of its own).
+    const row = page.locator(".limit-row").first();
+    const category = row.getByLabel("Category");
+    await category.fill("reqest");
+    await page.getByRole("button", { name: "Save changes" }).click();
+    const box = row.locator(".field", { has: page.getByLabel("Category") });
+    await box.locator(".field-error").waitFor();
+    expect(await box.locator(".field-error").textContent()).toBe("no category named reqest: one of message, request, stream_rent, upload");
+    expect(await category.getAttribute("aria-invalid")).toBe("true");
+    expect(await page.getByText("Saved.").count()).toBe(0);
+    expect(((await arrange("GET", `/tenants/${tenant}`)).body as Record<string, unknown>).limits).toEqual(limits);
+    await screenshot(page, "tenant-unknown-category");
+    await finish(tab);
+  });
+
   it("names the slug rule in words when a slug is not one", async () => {
     const tab = await signedIn();
     const { page } = tab;

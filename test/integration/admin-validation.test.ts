@@ -124,3 +124,59 @@ describe("admin validation", () => {
     expect(kept.limits).toEqual({ request: [{ count: 9, window_s: 1 }] });
   });
 });
+
+describe("a name that means nothing", () => {
+  // Categories this deployment defines: a route's charge (upload), a response_charge (tokens), a categories entry (search), and the built-ins.
+  const NAMED = testConfig({
+    routes: [
+      { method: "PUT", path: "/objects/:object", charges: { upload: 1 } },
+      { method: "POST", path: "/v1/chat", response_charge: { category: "tokens", header: "x-usage-total-tokens" } },
+    ],
+    categories: { admin: { limits: { admin: [{ count: 100_000, window_s: 1 }] } }, search: { limits: { key: [{ count: 5, window_s: 1 }] } } },
+  });
+  const KNOWN = "message, request, search, stream_rent, tokens, upload";
+  const one = [{ count: 3, window_s: 1 }];
+
+  async function expectUnknown(response: Response, field: string, category: string): Promise<void> {
+    const body = await problemOf(response.clone());
+    await expectInvalid(response, field);
+    expect(body.detail).toBe(`${field}: no category named ${category}: one of ${KNOWN}`);
+  }
+
+  it("refuses a tenant's limits naming a category nothing defines, naming it and the known ones, and keeps the previous limits", async () => {
+    const tenant = unique("nameless");
+    await expectUnknown(await adminCall("PUT", `/tenants/${tenant}`, NAMED, { body: { limits: { reqest: { key: one } } } }), "limits.reqest", "reqest");
+    await jsonOf(await adminCall("GET", `/tenants/${tenant}`, NAMED), 404);
+    await createTenant(NAMED, tenant, { limits: { request: { key: one } } });
+    // The gateway's own categories are not a caller's: a tenant limit there would never apply.
+    for (const category of ["reqest", "admin", "auth_failures"]) {
+      await expectUnknown(await adminCall("PUT", `/tenants/${tenant}/limits`, NAMED, { body: { limits: { [category]: { tenant: one } } } }), `limits.${category}`, category);
+    }
+    const kept = await jsonOf<{ limits: unknown }>(await adminCall("GET", `/tenants/${tenant}`, NAMED), 200);
+    expect(kept.limits).toEqual({ request: { key: one } });
+    const every = Object.fromEntries(KNOWN.split(", ").map((category) => [category, { key: one }]));
+    await jsonOf(await adminCall("PUT", `/tenants/${tenant}/limits`, NAMED, { body: { limits: every } }), 200);
+  });
+
+  it("refuses a key's limits and an override's naming a category nothing defines, storing nothing", async () => {
+    const tenant = unique("nameless-key");
+    await createTenant(NAMED, tenant);
+    await expectUnknown(await adminCall("POST", `/tenants/${tenant}/keys`, NAMED, { body: { name: "k", limits: { uplaod: one } } }), "limits.uplaod", "uplaod");
+    expect((await jsonOf<{ keys: unknown[] }>(await adminCall("GET", `/tenants/${tenant}/keys`, NAMED), 200)).keys).toEqual([]);
+    const minted = await mintKey(NAMED, tenant, { name: "k", limits: { upload: one } });
+    await expectUnknown(await adminCall("PUT", `/overrides/key:${minted.id}`, NAMED, { body: { limits: { reqest: one } } }), "limits.reqest", "reqest");
+    await jsonOf(await adminCall("GET", `/overrides/key:${minted.id}`, NAMED), 404);
+    // An unknown field in a limit is refused the same way, named.
+    await expectInvalid(await adminCall("PUT", `/overrides/key:${minted.id}`, NAMED, { body: { limits: { request: [{ count: 1, window_s: 1, brust: 2 }] } } }), "limits.request.0.brust");
+    await jsonOf(await adminCall("PUT", `/overrides/key:${minted.id}`, NAMED, { body: { limits: { tokens: one } } }), 201);
+  });
+
+  it("refuses a budget of a category no request spends: a stream's rent, or tokens where no response_charge names them", async () => {
+    const tenant = unique("nameless-budget");
+    await createTenant(NAMED, tenant);
+    const refused = await problemOf(await adminCall("PUT", `/tenants/${tenant}/budgets/stream_rent`, NAMED, { body: { amount: 1, period: "day" } }));
+    expect(refused).toMatchObject({ status: 400, field: "category", detail: "category: no category named stream_rent: one of request, search, tokens, upload" });
+    await jsonOf(await adminCall("PUT", `/tenants/${tenant}/budgets/tokens`, NAMED, { body: { amount: 1, period: "day" } }), 201);
+    expect(await problemOf(await adminCall("PUT", `/tenants/${tenant}/budgets/tokens`, CONFIG, { body: { amount: 1, period: "day" } }))).toMatchObject({ status: 400, field: "category" });
+  });
+});

@@ -9,7 +9,8 @@ import { ADMIN_BASE, AUDITOR_TOKEN, adminCall, countingDb, createTenant, jsonOf,
 const per60 = (count: number) => [{ count, window_s: 60 }];
 const CONFIG = testConfig({
   routes: [{ method: "POST", path: "/search", charges: { search: 2 } }],
-  categories: { admin: { limits: { admin: [{ count: 100_000, window_s: 1 }] } }, search: { limits: { key: per60(20), ip: per60(4) } } },
+  // upload: a category tenants limit here with no default of its own.
+  categories: { admin: { limits: { admin: [{ count: 100_000, window_s: 1 }] } }, search: { limits: { key: per60(20), ip: per60(4) } }, upload: {} },
 });
 
 interface Explained {

@@ -249,7 +249,7 @@ export function addBudgetForm(ctx, owners, budgetsOf) {
     { legend: owners.length > 1 ? "Add a budget to a key" : "Add a budget", canWrite: ctx.canWrite, submit: "Review the budget", className: "inline-form" },
     el("div", { class: "row" }, pick === null ? null : field("Key", pick, { field: "owner" }), field("Category", category, { field: "category" }), fields.fields),
     el("datalist", { id: listId }, KNOWN_CATEGORIES.map((c) => el("option", { value: c }))),
-    el("p", { class: "hint" }, "Category: request, tokens, or one a route charges. A category the owner has a budget of already is a change of it."),
+    el("p", { class: "hint" }, "Category: request, or one a route charges (its response_charge too, such as tokens). A category the owner has a budget of already is a change of it."),
     fields.hint,
   );
   onSubmit(form, async () => {
