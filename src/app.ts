@@ -16,11 +16,20 @@ export const TOLLGATE_PREFIX = "/_tollgate";
 export const HEALTH_PATH = `${TOLLGATE_PREFIX}/health`;
 export const ADMIN_BASE = `${TOLLGATE_PREFIX}/admin/v1`;
 
+/** The request's waitUntil, or null when the app was called without an execution context (hono's getter throws then). */
+function backgroundOf(c: { readonly executionCtx: Background }): Background | null {
+  try {
+    return c.executionCtx;
+  } catch {
+    return null;
+  }
+}
+
 /** The control paths under /_tollgate: health, the admin API and the console. Never forwarded. */
 function createControlApp(): Hono<AdminEnv> {
   const app = new Hono<AdminEnv>();
   app.use("*", async function withRuntime(c, next) {
-    c.set("runtime", runtimeFor(c.env));
+    c.set("runtime", runtimeFor(c.env, backgroundOf(c)));
     await next();
   });
   app.get(HEALTH_PATH, (c) => c.json(healthOf(c.get("runtime"), c.env), 200, { "cache-control": "no-store" }));
@@ -50,7 +59,7 @@ export function createWorker(): { fetch(request: Request, env: Bindings, ctx: Ba
         // The control app takes its runtime in its own middleware.
         return Promise.resolve(control.fetch(request, env, ctx as ExecutionContext));
       }
-      return runtimeFor(env).gateway(request, env, ctx);
+      return runtimeFor(env, ctx).gateway(request, env, ctx);
     },
   };
 }

@@ -30,6 +30,10 @@ export const DEFAULT_ALLOW_PATH_PARAMETERS = false;
 /** Seconds an isolate refuses a budget it was told is spent without asking its object again (at most until the period resets). */
 export const DEFAULT_BUDGET_EXHAUSTED_CACHE_S = 5;
 export const MAX_BUDGET_EXHAUSTED_CACHE_S = 3600;
+/** How long an isolate's lease of a budget lasts before its unspent units go back. */
+export const DEFAULT_BUDGET_LEASE_S = 10;
+/** The quota objects refuse longer leases (src/durable/budget-lease-store.ts MAX_BUDGET_LEASE_MS). */
+export const MAX_BUDGET_LEASE_S = 600;
 /** 0 = no bound. */
 export const DEFAULT_MAX_REQUEST_BYTES = 0;
 export const DEFAULT_CACHE_TTL_S = 10;
@@ -240,8 +244,10 @@ export const configSchema = z.strictObject({
     .strictObject({
       // 0: every request asks the object again (a spent budget then costs one object call per request).
       exhausted_cache_s: z.number().min(0, "must be >= 0").max(MAX_BUDGET_EXHAUSTED_CACHE_S, `must be <= ${MAX_BUDGET_EXHAUSTED_CACHE_S}`).default(DEFAULT_BUDGET_EXHAUSTED_CACHE_S),
+      // Whole ms; a lease shorter than the object's round trip would end before it arrives.
+      lease_s: z.number().min(0.1, "must be >= 0.1").max(MAX_BUDGET_LEASE_S, `must be <= ${MAX_BUDGET_LEASE_S}`).default(DEFAULT_BUDGET_LEASE_S),
     })
-    .default({ exhausted_cache_s: DEFAULT_BUDGET_EXHAUSTED_CACHE_S }),
+    .default({ exhausted_cache_s: DEFAULT_BUDGET_EXHAUSTED_CACHE_S, lease_s: DEFAULT_BUDGET_LEASE_S }),
   audit: z
     .strictObject({
       threshold_rejections: positiveInt.default(DEFAULT_AUDIT_THRESHOLD_REJECTIONS),
@@ -344,6 +350,8 @@ export interface Config {
   readonly reservationTtlS: number;
   /** How long an isolate refuses a budget it saw spent without asking its object (capped by the period's reset). */
   readonly budgetExhaustedCacheMs: number;
+  /** How long an isolate's lease of a budget lasts (budgets.lease_s), in whole ms. */
+  readonly budgetLeaseMs: number;
   readonly auditThresholdRejections: number;
   readonly auditWindowMs: number;
   /** Which request-log lines are written (src/log/request-log-policy.ts). */
@@ -492,6 +500,7 @@ export function parseConfig(raw: unknown): ConfigResult {
       usageMaxPending: c.usage.max_pending,
       reservationTtlS: c.reservation_ttl_s,
       budgetExhaustedCacheMs: c.budgets.exhausted_cache_s * 1000,
+      budgetLeaseMs: Math.round(c.budgets.lease_s * 1000),
       auditThresholdRejections: c.audit.threshold_rejections,
       auditWindowMs: c.audit.window_s * 1000,
       requestLog: c.request_log,

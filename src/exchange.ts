@@ -10,7 +10,9 @@
 // name a tenant without closing a circle through the layers above it. The
 // runtime's parts a step reads are declared here by shape (ExchangeRuntime);
 // src/runtime.ts's Runtime has them all.
-import type { BudgetTicket } from "./durable/budget-client";
+import type { BudgetNamespaces, BudgetTicket } from "./durable/budget-client";
+import type { BudgetSpend } from "./durable/budget-types";
+import type { LeaseDebit } from "./engine/budget-lease-book";
 import type { Config } from "./config";
 import type { Db } from "./db/client";
 import type { TrafficRecorder } from "./db/traffic-recorder";
@@ -36,6 +38,15 @@ export type Bindings = Env & {
   /** Secret, optional: a read-only admin token. */
   AUDITOR_TOKEN?: string;
 };
+
+/**
+ * What a request holds of its budgets: units taken from the isolate's leases
+ * (the usual case: no object call), or a reservation at the objects (shadow
+ * mode, which records every spend there).
+ */
+export type BudgetHold =
+  | { readonly kind: "leased"; readonly debits: readonly LeaseDebit[]; readonly spends: readonly BudgetSpend[] }
+  | { readonly kind: "reserved"; readonly ticket: BudgetTicket };
 
 /** Categories with a budget, or null when there are none (src/cache/stored-budgets.ts compiles them). */
 export type BudgetCategories = ReadonlySet<string> | null;
@@ -158,6 +169,11 @@ export interface ExchangeRuntime {
   readonly keyCheck: {
     auditKey(db: Db, nowMs: number, create: boolean): Promise<CryptoKey | null>;
   };
+  /** Leases of budgets (src/limits/budget-leases.ts): what a request took from one goes back to it, or to its object. */
+  readonly budgetLeases: {
+    giveBack(ns: BudgetNamespaces, ctx: Background | null, debit: LeaseDebit, units: number, nowMs: number): void;
+    charge(ns: BudgetNamespaces, ctx: Background | null, debit: LeaseDebit, units: number, nowMs: number): void;
+  };
   /** Leases on global limits (src/limits/global-leases.ts): a response-priced debt or refund settles through them. */
   readonly leases: {
     settle(ns: LedgerNamespace, ctx: Background | null, table: LimiterTable, s: { subject: string; category: string; limits: readonly Limit[]; kind: "debt" | "refund"; units: number }, nowMs: number): void;
@@ -246,8 +262,8 @@ export class Exchange {
   delayedMs = 0;
   /** What the rate-limit step charged this request when it admitted it, so a budget refusal can give it back. */
   charged: readonly Charge[] | null = null;
-  /** The request's budget reservation (src/limits/budget.ts), settled or released once its outcome is known. */
-  budget: BudgetTicket | null = null;
+  /** What the request holds of its budgets (src/limits/budget.ts), settled or given back once its outcome is known. */
+  budget: BudgetHold | null = null;
   /** The declared body size (Content-Length), or null. */
   readonly declaredBytes: number | null;
   /** A global limit's ledger could not answer and `global.on_error` decided instead (the request log says so). */

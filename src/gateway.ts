@@ -8,6 +8,7 @@
 // measurable share of the gateway's CPU (docs/performance.md). The control
 // paths (health, admin API) stay a Hono app (src/app.ts).
 import type { BudgetRefusals } from "./cache/budget-refusals";
+import type { BudgetLeases } from "./limits/budget-leases";
 import type { PolicyCache } from "./cache/policy-cache";
 import type { Config } from "./config";
 import { Exchange, type Bindings, type ExchangeRuntime } from "./exchange";
@@ -18,7 +19,8 @@ import type { GlobalLeases } from "./limits/global-leases";
 import { type InFlightTable, inFlightBounds, inFlightLimit } from "./limits/in-flight";
 import { authenticate } from "./limits/authenticate";
 import { blockCallers, blockCountries } from "./limits/blocks";
-import { budgetCheck, releaseBudget } from "./limits/budget";
+import { budgetCheck } from "./limits/budget";
+import { releaseBudget } from "./limits/budget-settle";
 import type { Check, CheckResult } from "./limits/check";
 import { classify } from "./limits/classify";
 import { quotaCheck, settleQuota } from "./limits/quota";
@@ -60,6 +62,7 @@ export interface GatewayRuntime extends ExchangeRuntime, CredentialVerifier {
   readonly sleep: Sleep;
   readonly streams: StreamTable;
   readonly budgetRefusals: BudgetRefusals;
+  readonly budgetLeases: BudgetLeases;
 }
 
 export type GatewayHandler = (request: Request, env: Bindings, ctx: Background | null) => Promise<Response>;
@@ -120,7 +123,7 @@ export function compileGateway(runtime: GatewayRuntime): GatewayHandler {
       delay: { held: runtime.held, sleep: runtime.sleep, inFlight: runtime.inFlight, bounds: inFlightBounds(config.inFlight) },
     }),
   );
-  add(budgetCheck({ responseCharges: config.responseCharges, now: runtime.now, refusals: runtime.budgetRefusals }));
+  add(budgetCheck({ responseCharges: config.responseCharges, now: runtime.now, refusals: runtime.budgetRefusals, leases: runtime.budgetLeases }));
   // A WebSocket upgrade runs the same checks up to here (its
   // rate limits include the open's stream rent and a response-priced route's
   // reserve), then takes a stream slot and an in-flight slot (given back once

@@ -7,6 +7,7 @@
 // last one is kept: a runtime preallocates its limiter table, so keeping
 // several would multiply that memory).
 import { BudgetRefusals } from "./cache/budget-refusals";
+import { BudgetLeases } from "./limits/budget-leases";
 import { KeyCache } from "./cache/key-cache";
 import { KeyCheckLoader } from "./cache/key-check";
 import { PolicyCache } from "./cache/policy-cache";
@@ -33,6 +34,7 @@ import { auditSubject, isReadableSubject } from "./identity/audit-subject";
 import { type OriginBaseResult, parseOriginBase } from "./proxy/origin-url";
 import { compileUpstreams, type UpstreamsResult } from "./proxy/upstream";
 import { deriveHmacKey, sha256Bytes } from "./utils/crypto";
+import type { Background } from "./utils/wait-until";
 
 /** What the console session keys are derived for: no other signature made from a token verifies as a session. */
 const CONSOLE_SESSION_KEY_LABEL = "tollgate console session v1";
@@ -72,6 +74,8 @@ export interface Runtime {
   readonly streams: StreamTable;
   /** Budgets that refused lately and objects that failed: refused here without an object call (bounded by cache_max_entries). */
   readonly budgetRefusals: BudgetRefusals;
+  /** Leases of budgets: units the quota objects granted this isolate, spent with no I/O (bounded by cache_max_entries budgets). */
+  readonly budgetLeases: BudgetLeases;
   readonly authGate: AuthFailureGate;
   readonly keys: KeyCache;
   readonly keyCheck: KeyCheckLoader;
@@ -162,6 +166,7 @@ export function compileRuntime(env: Bindings, options: RuntimeOptions = {}): Run
     sleep: options.sleep ?? timerSleep,
     streams: new StreamTable(),
     budgetRefusals: new BudgetRefusals(adminConfig.budgetExhaustedCacheMs, adminConfig.cacheMaxEntries),
+    budgetLeases: new BudgetLeases({ leaseMs: adminConfig.budgetLeaseMs, maxSlots: adminConfig.cacheMaxEntries }, now),
     authGate: new AuthFailureGate(limiter, adminConfig.authFailureLimits),
     keys: new KeyCache(adminConfig),
     keyCheck: new KeyCheckLoader(adminConfig.cacheTtlMs),
@@ -200,8 +205,13 @@ export function compileRuntime(env: Bindings, options: RuntimeOptions = {}): Run
 
 let last: { tollgate: unknown; originUrl: unknown; adminToken: unknown; auditorToken: unknown; runtime: Runtime } | null = null;
 
-/** Needs the env; returns the runtime for its configuration, compiled the first time it is seen. */
-export function runtimeFor(env: Bindings): Runtime {
+/**
+ * Needs the env; returns the runtime for its configuration, compiled the
+ * first time it is seen. The runtime it replaces hands back the budget units
+ * its leases hold (in the background of `ctx`), rather than leave them
+ * counted as spent until the leases end.
+ */
+export function runtimeFor(env: Bindings, ctx: Background | null = null): Runtime {
   const tollgate = (env as { TOLLGATE?: unknown }).TOLLGATE;
   const cached = last;
   if (cached !== null && cached.tollgate === tollgate && cached.originUrl === env.ORIGIN_URL && cached.adminToken === env.ADMIN_TOKEN && cached.auditorToken === env.AUDITOR_TOKEN) {
@@ -209,6 +219,7 @@ export function runtimeFor(env: Bindings): Runtime {
   }
   const runtime = compileRuntime(env);
   last = { tollgate, originUrl: env.ORIGIN_URL, adminToken: env.ADMIN_TOKEN, auditorToken: env.AUDITOR_TOKEN, runtime };
+  if (cached !== null) void cached.runtime.budgetLeases.closeAll({ tenant: env.TENANT_QUOTA, org: env.ORG_QUOTA }, ctx, cached.runtime.now(), () => {});
   return runtime;
 }
 

@@ -21,6 +21,8 @@ export function presentBudget(b: BudgetState) {
     amount: b.amount,
     used: b.used,
     remaining: b.remaining,
+    // Units isolates hold in leases: counted in `used` from the grant, not yet reported spent.
+    leased: b.leased ?? 0,
     thresholds: b.thresholds,
     period_start: b.periodStartMs === null ? null : new Date(b.periodStartMs).toISOString(),
     resets_at: b.resetsAtMs === null ? null : new Date(b.resetsAtMs).toISOString(),

@@ -168,6 +168,8 @@ async function clearCached(c: Context<AdminEnv>, db: Db, owner: Owner): Promise<
   const runtime = c.get("runtime");
   // A refusal this isolate remembers for the owner's budgets no longer holds.
   runtime.budgetRefusals.forgetOwner(owner.name);
+  // Its leases here end (their unspent units go back with the next call to the object): a deleted budget is not spent from them.
+  runtime.budgetLeases.book.dropOwner(owner.name);
   if (owner.kind === "key") runtime.keys.clearKeyId(owner.id);
   else if (owner.kind === "tenant") {
     runtime.keys.clearTenant(owner.id);

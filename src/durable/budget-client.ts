@@ -9,6 +9,7 @@
 // response-priced category settles its actual cost at both; a request
 // refused after its reserve (by a later step) releases it.
 import { errorName, log } from "../log/logger";
+import type { BudgetAdjustRequest, BudgetLeaseRequest, BudgetLeaseResult } from "./budget-lease-types";
 import type { BudgetReserveResult, BudgetSettleResult, BudgetSpend, BudgetState, BudgetThresholdAudit } from "./budget-types";
 import type { OrgQuota } from "./org-quota";
 import { callQuota } from "./quota-client";
@@ -131,4 +132,21 @@ function tenantStub(ns: BudgetNamespaces, tenant: string): DurableObjectStub<Ten
 
 function orgStub(ns: BudgetNamespaces, org: string): DurableObjectStub<OrgQuota> {
   return ns.org.get(ns.org.idFromName(org));
+}
+
+/** The stub of a budget object by its name: `tenant:<slug>` (TenantQuota) or `org:<slug>` (OrgQuota). */
+function budgetStub(ns: BudgetNamespaces, object: string): DurableObjectStub<TenantQuota> | DurableObjectStub<OrgQuota> {
+  return object.startsWith("org:") ? orgStub(ns, object.slice("org:".length)) : tenantStub(ns, object.slice("tenant:".length));
+}
+
+/** One lease call to a budget object (src/durable/budget-lease-store.ts). Throws when the object does not answer. */
+export function leaseBudgets(ns: BudgetNamespaces, object: string, req: BudgetLeaseRequest): Promise<BudgetLeaseResult> {
+  const stub = budgetStub(ns, object);
+  return callQuota(async (): Promise<BudgetLeaseResult> => stub.budgetLease(req));
+}
+
+/** Debts past a lease and refunds after one closed, at a budget object. Throws when the object does not answer. */
+export function adjustBudgets(ns: BudgetNamespaces, object: string, req: BudgetAdjustRequest): Promise<BudgetThresholdAudit[]> {
+  const stub = budgetStub(ns, object);
+  return callQuota(async (): Promise<BudgetThresholdAudit[]> => stub.budgetAdjust(req));
 }

@@ -59,6 +59,37 @@ export const BUDGET_TOPUP_MIGRATION_STATEMENTS: readonly string[] = [
   `CREATE INDEX IF NOT EXISTS budget_topups_at_idx ON budget_topups (at)`,
 ];
 
+// Leases of budgets to isolates (budget-lease-store.ts): one row per live
+// lease, `granted` counted in the budget's `used` at grant, `spent` as the
+// isolate last reported it. Kept LEASE_ROW_RETENTION_MS past `expires_at`.
+export const BUDGET_LEASE_MIGRATION_STATEMENTS: readonly string[] = [
+  `CREATE TABLE IF NOT EXISTS budget_leases (
+     id TEXT PRIMARY KEY,
+     owner TEXT NOT NULL,
+     category TEXT NOT NULL,
+     period_start INTEGER NOT NULL,
+     granted INTEGER NOT NULL CHECK (granted >= 0),
+     spent INTEGER NOT NULL DEFAULT 0 CHECK (spent >= 0),
+     expires_at INTEGER NOT NULL,
+     at INTEGER NOT NULL
+   )`,
+  `CREATE INDEX IF NOT EXISTS budget_leases_budget_idx ON budget_leases (owner, category, expires_at)`,
+  `CREATE INDEX IF NOT EXISTS budget_leases_expires_idx ON budget_leases (expires_at)`,
+];
+
+export const BUDGET_LEASE_SQL = {
+  lease: `SELECT id, period_start, granted, spent FROM budget_leases WHERE id = ? AND owner = ? AND category = ?`,
+  insert: `INSERT INTO budget_leases (id, owner, category, period_start, granted, spent, expires_at, at) VALUES (?, ?, ?, ?, ?, 0, ?, ?)`,
+  report: `UPDATE budget_leases SET spent = ? WHERE id = ?`,
+  remove: `DELETE FROM budget_leases WHERE id = ?`,
+  prune: `DELETE FROM budget_leases WHERE expires_at < ?`,
+  liveCount: `SELECT COUNT(*) AS n FROM budget_leases WHERE owner = ? AND category = ? AND expires_at > ?`,
+  leasedOf: `SELECT COALESCE(SUM(granted - spent), 0) AS units FROM budget_leases WHERE owner = ? AND category = ? AND expires_at > ?`,
+  deleteOfBudget: `DELETE FROM budget_leases WHERE owner = ? AND category = ?`,
+  deleteOfOwner: `DELETE FROM budget_leases WHERE owner = ?`,
+  deleteAll: `DELETE FROM budget_leases`,
+} as const;
+
 export const BUDGET_SQL = {
   budget: `SELECT owner, category, amount, period, thresholds, period_start, used, fired FROM budgets WHERE owner = ? AND category = ?`,
   budgetsOf: `SELECT owner, category, amount, period, thresholds, period_start, used, fired FROM budgets WHERE owner = ? ORDER BY category`,

@@ -12,7 +12,7 @@
 // settles stands. A period rolls over lazily: the first call whose `nowMs`
 // is past the reset starts the new period at 0 (thresholds re-armed).
 import { crossedMask, currentPeriodStartMs, isBudgetPeriod, periodEndMs, type BudgetPeriod } from "../engine/budget-period";
-import { BUDGET_SQL } from "./budget-sql";
+import { BUDGET_LEASE_SQL, BUDGET_SQL } from "./budget-sql";
 import {
   type BudgetPutRequest,
   type BudgetPutResult,
@@ -40,6 +40,19 @@ const MAX_NAME_CHARS = 200;
 type Row = { owner: string; category: string; amount: number; period: string; thresholds: string; period_start: number; used: number; fired: number };
 
 /** A budget row rolled to the period holding nowMs (not yet written). */
+/** What the lease RPCs (budget-lease-store.ts) read and write of this store's rows, inside its transactions. */
+export interface BudgetRows {
+  readonly sql: SqlStorage;
+  transaction<T>(fn: () => T): T;
+  /** The budget rolled to the period holding nowMs, or null when there is none. */
+  live(owner: string, category: string, nowMs: number): LiveBudget | null;
+  /** Writes its state, adding the audits of thresholds crossed for the first time this period. */
+  write(live: LiveBudget, audits: BudgetThresholdAudit[]): void;
+  state(live: LiveBudget): BudgetState;
+}
+
+export type LiveBudget = Live;
+
 interface Live {
   owner: string;
   category: string;
@@ -54,6 +67,18 @@ interface Live {
 
 function check(ok: boolean, message: string): void {
   if (!ok) throw new TypeError(`budget: ${message}`);
+}
+
+export function checkBudgetName(value: unknown, what: string): asserts value is string {
+  checkName(value, what);
+}
+
+export function checkBudgetUnits(value: unknown, what: string): asserts value is number {
+  checkUnits(value, what);
+}
+
+export function checkBudgetTime(value: unknown): asserts value is number {
+  checkTime(value);
 }
 
 function checkName(value: unknown, what: string): asserts value is string {
@@ -80,9 +105,19 @@ export class BudgetStore {
   readonly #storage: DurableObjectStorage;
   readonly #sql: SqlStorage;
 
+  /** The rows, for the lease RPCs (budget-lease-store.ts), which share this store's tables and transactions. */
+  readonly rows: BudgetRows;
+
   constructor(storage: DurableObjectStorage) {
     this.#storage = storage;
     this.#sql = storage.sql;
+    this.rows = {
+      sql: storage.sql,
+      transaction: (fn) => storage.transactionSync(fn),
+      live: (owner, category, nowMs) => this.#live(owner, category, nowMs),
+      write: (live, audits) => this.#write(live, audits),
+      state: stateOf,
+    };
   }
 
   /** Reserves every spend that has a budget here, all or nothing. */
@@ -236,7 +271,8 @@ export class BudgetStore {
   list(owner: string | null, nowMs: number): BudgetState[] {
     checkTime(nowMs);
     const rows = owner === null ? this.#sql.exec<Row>(BUDGET_SQL.allBudgets).toArray() : this.#sql.exec<Row>(BUDGET_SQL.budgetsOf, owner).toArray();
-    return rows.map((r) => stateOf(liveOf(r, nowMs)));
+    // With the units isolates hold in leases: counted in `used`, not yet reported spent.
+    return rows.map((r) => ({ ...stateOf(liveOf(r, nowMs)), leased: this.#sql.exec<{ units: number }>(BUDGET_LEASE_SQL.leasedOf, r.owner, r.category, nowMs).one().units }));
   }
 
   /**
@@ -250,6 +286,8 @@ export class BudgetStore {
     checkName(category, "category");
     return this.#storage.transactionSync(() => {
       this.#sql.exec(BUDGET_SQL.deleteReservationsOfBudget, owner, category);
+      // Its leases too: a lease closed later gives nothing back to a new budget of the same name.
+      this.#sql.exec(BUDGET_LEASE_SQL.deleteOfBudget, owner, category);
       return this.#sql.exec(BUDGET_SQL.deleteBudget, owner, category).rowsWritten > 0;
     });
   }
@@ -258,10 +296,12 @@ export class BudgetStore {
   purge(owner: string | null): number {
     return this.#storage.transactionSync(() => {
       if (owner === null) {
+        this.#sql.exec(BUDGET_LEASE_SQL.deleteAll);
         this.#sql.exec(BUDGET_SQL.deleteAllReservations);
         this.#sql.exec(BUDGET_SQL.deleteAllTopUps);
         return this.#sql.exec(BUDGET_SQL.deleteAll).rowsWritten;
       }
+      this.#sql.exec(BUDGET_LEASE_SQL.deleteOfOwner, owner);
       this.#sql.exec(BUDGET_SQL.deleteReservationsOfOwner, owner);
       this.#sql.exec(BUDGET_SQL.deleteTopUpsOfOwner, owner);
       return this.#sql.exec(BUDGET_SQL.deleteOwner, owner).rowsWritten;

@@ -29,6 +29,8 @@ export interface BudgetState {
   periodStartMs: number | null;
   /** When it resets (null for credits). */
   resetsAtMs: number | null;
+  /** Units isolates hold in leases, counted in `used` and not yet reported spent (listings only). */
+  leased?: number;
 }
 
 /** A spend of `units` of `category` from the budget of `owner`. */

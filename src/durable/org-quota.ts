@@ -38,6 +38,8 @@
 // at the tenant does not stay held at the org when that tenant goes quiet.
 
 import { DurableObject } from "cloudflare:workers";
+import { BudgetLeaseStore } from "./budget-lease-store";
+import type { BudgetAdjustRequest, BudgetLeaseRequest, BudgetLeaseResult } from "./budget-lease-types";
 import { BudgetStore } from "./budget-store";
 import type {
   BudgetPutRequest,
@@ -47,6 +49,7 @@ import type {
   BudgetSettleRequest,
   BudgetSettleResult,
   BudgetState,
+  BudgetThresholdAudit,
   BudgetTopUpRequest,
   BudgetTopUpResult,
 } from "./budget-types";
@@ -71,12 +74,14 @@ type MemberRow = { member: number; seq: number; bytes: number; objects: number; 
 export class OrgQuota extends DurableObject<Env> {
   readonly #sql: SqlStorage;
   readonly #budgets: BudgetStore;
+  readonly #leases: BudgetLeaseStore;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     migrate(ctx.storage, ORG_MIGRATIONS);
     this.#sql = ctx.storage.sql;
     this.#budgets = new BudgetStore(ctx.storage);
+    this.#leases = new BudgetLeaseStore(this.#budgets.rows);
   }
 
   /** Admits a tenant's reservation if the org's usage with it fits the org's hard quota. */
@@ -280,6 +285,16 @@ export class OrgQuota extends DurableObject<Env> {
   }
 
   /** Deletes the budgets of one owner, or all of them (null). */
+  /** Reports and closes an isolate's budget leases and grants new ones (budget-lease-store.ts). */
+  budgetLease(req: BudgetLeaseRequest): BudgetLeaseResult {
+    return this.#leases.lease(req);
+  }
+
+  /** Debts past a lease and refunds after one closed. */
+  budgetAdjust(req: BudgetAdjustRequest): BudgetThresholdAudit[] {
+    return this.#leases.adjust(req);
+  }
+
   budgetPurge(owner: string | null): number {
     return this.#budgets.purge(owner);
   }

@@ -17,7 +17,7 @@
 //
 // Object names are stored percent-decoded (object-name.ts): migration 2
 // rewrites names stored raw by the first version.
-import { BUDGET_MIGRATION_STATEMENTS, BUDGET_TOPUP_MIGRATION_STATEMENTS } from "./budget-sql";
+import { BUDGET_LEASE_MIGRATION_STATEMENTS, BUDGET_MIGRATION_STATEMENTS, BUDGET_TOPUP_MIGRATION_STATEMENTS } from "./budget-sql";
 import type { Migration } from "./sql-migrations";
 
 export const MIGRATIONS: readonly Migration[] = [
@@ -81,6 +81,11 @@ export const MIGRATIONS: readonly Migration[] = [
     id: 4,
     description: "budget top-ups by Idempotency-Key",
     statements: BUDGET_TOPUP_MIGRATION_STATEMENTS,
+  },
+  {
+    id: 5,
+    description: "budget leases to isolates",
+    statements: BUDGET_LEASE_MIGRATION_STATEMENTS,
   },
 ];
 

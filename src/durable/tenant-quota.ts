@@ -24,6 +24,8 @@
 // Every change bumps `seq`; settle results carry a TenantReport for the org.
 
 import { DurableObject } from "cloudflare:workers";
+import { BudgetLeaseStore } from "./budget-lease-store";
+import type { BudgetAdjustRequest, BudgetLeaseRequest, BudgetLeaseResult } from "./budget-lease-types";
 import { BudgetStore } from "./budget-store";
 import type {
   BudgetPutRequest,
@@ -33,6 +35,7 @@ import type {
   BudgetSettleRequest,
   BudgetSettleResult,
   BudgetState,
+  BudgetThresholdAudit,
   BudgetTopUpRequest,
   BudgetTopUpResult,
 } from "./budget-types";
@@ -69,6 +72,7 @@ const COMMITTED: ReadonlySet<Outcome> = new Set(["committed", "late_committed", 
 export class TenantQuota extends DurableObject<Env> {
   readonly #store: TenantQuotaStore;
   readonly #budgets: BudgetStore;
+  readonly #leases: BudgetLeaseStore;
   #tenant: string | null | undefined;
 
   constructor(ctx: DurableObjectState, env: Env) {
@@ -78,6 +82,7 @@ export class TenantQuota extends DurableObject<Env> {
     migrate(ctx.storage, MIGRATIONS);
     this.#store = new TenantQuotaStore(ctx.storage.sql);
     this.#budgets = new BudgetStore(ctx.storage);
+    this.#leases = new BudgetLeaseStore(this.#budgets.rows);
   }
 
   /** Reserves room for an upload, or says why not. See ReserveResult. */
@@ -360,6 +365,16 @@ export class TenantQuota extends DurableObject<Env> {
   }
 
   /** Deletes the budgets of one owner, or all of them (null). */
+  /** Reports and closes an isolate's budget leases and grants new ones (budget-lease-store.ts). */
+  budgetLease(req: BudgetLeaseRequest): BudgetLeaseResult {
+    return this.#leases.lease(req);
+  }
+
+  /** Debts past a lease and refunds after one closed. */
+  budgetAdjust(req: BudgetAdjustRequest): BudgetThresholdAudit[] {
+    return this.#leases.adjust(req);
+  }
+
   budgetPurge(owner: string | null): number {
     return this.#budgets.purge(owner);
   }

@@ -21,6 +21,7 @@
 // returned, is what keeps a caller at 90 % of its limit from being refused.
 // Below ~4 units expected per L the ask is the single exact spend. The
 // ledger then shrinks grants further as it nears the limit.
+import { extraFor, rollDemand } from "./lease-demand";
 import { type Limit, sameLimit } from "./limit";
 import {
   type Ask,
@@ -37,21 +38,9 @@ import {
   type TakeResult,
 } from "./lease-types";
 
-/** The most units one ask wants, beyond what waiting requests need. */
-function extraFor(expectedUnits: number): number {
-  return expectedUnits < 4 ? 0 : Math.floor(expectedUnits - 2 * Math.sqrt(expectedUnits));
-}
-
-/** Closes the demand windows that ended by `t`: each folds into the EWMA (an empty one halves it). */
+/** Closes the demand windows (one lease time long) that ended by `t`. */
 function rollWindow(slot: LeaseSlot, t: number): void {
-  const elapsedMs = t - slot.windowStartMs;
-  if (elapsedMs < slot.leaseMs) return;
-  const windows = Math.floor(elapsedMs / slot.leaseMs);
-  let expected = (slot.expectedUnits + slot.windowUnits) / 2;
-  for (let k = 1; k < windows && expected > 0.01; k++) expected /= 2;
-  slot.expectedUnits = expected < 0.01 ? 0 : expected;
-  slot.windowUnits = 0;
-  slot.windowStartMs += windows * slot.leaseMs;
+  rollDemand(slot, slot.leaseMs, t);
 }
 
 /** Whether giving `units` back now still credits anything: units·T > elapsed (ledger-gcra.ts giveBack). */

@@ -7,7 +7,7 @@
 // on their ledger, in the background (the headers then describe the isolate
 // limits' settlement only).
 import type { Exchange } from "../exchange";
-import { settleBudgetCost } from "./budget";
+import { settleBudgetCost } from "./budget-settle";
 import type { Decision } from "../engine/gcra";
 import { type HeaderList, rateLimitHeaders } from "../engine/rate-limit-headers";
 import { chargeDebt, refund, type SettleCharge, type SettledFigures } from "../proxy/response-cost-gcra";

@@ -15,7 +15,7 @@ import type { Charge, Decision } from "../engine/gcra";
 import { type HeaderList, rateLimitHeaders } from "../engine/rate-limit-headers";
 import { statusMatches } from "../engine/status-match";
 import { chargeDebt, refund, type SettleCharge } from "../proxy/response-cost-gcra";
-import { refundBudgetUnits } from "./budget";
+import { refundBudgetUnits } from "./budget-settle";
 
 /**
  * Settles the route's charges by `status`: kept when it is one the route

@@ -66,7 +66,8 @@ it("agrees with a model of one month budget under any interleaving", async () =>
               roll();
               for (const r of reservations) if (r.atMs < now - BUDGET_RESERVATION_RETENTION_MS) r.forgotten = true;
               const id = crypto.randomUUID();
-              const fits = o.units === 0 || model.used + o.units <= amount;
+              // A spend of 0 (a response-priced reserve of 0) fits only while something is left.
+              const fits = o.units === 0 ? model.used < amount : model.used + o.units <= amount;
               const r = instance.budgetReserve({ reservationId: id, spends: [{ owner, category: "request", units: o.units }], nowMs: now, force: o.force });
               expect(r.status).toBe(fits || o.force ? "reserved" : "exhausted");
               if (fits || o.force) {

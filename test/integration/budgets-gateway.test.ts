@@ -31,8 +31,23 @@ async function setBudget(path: string, category: string, body: Record<string, un
   expect([200, 201]).toContain(res.status);
 }
 
-async function budgetOf(path: string, category: string): Promise<{ used: number; amount: number; remaining: number }> {
+async function budgetOf(path: string, category: string): Promise<{ used: number; amount: number; remaining: number; leased: number }> {
   return jsonOf(await adminCall("GET", `${path}/budgets/${category}`, CONFIG), 200);
+}
+
+/**
+ * What the budget's object knows is spent: `used` less the units isolates
+ * hold in leases and have not reported spent (a lease's units count in
+ * `used` from the moment it is granted).
+ */
+async function spentOf(path: string, category: string): Promise<number> {
+  const b = await budgetOf(path, category);
+  return b.used - b.leased;
+}
+
+/** Ends the gateway's leases (as its runtime being replaced does) and waits for their unspent units to reach the objects. */
+async function closeLeases(gateway: ReturnType<typeof clockedGateway>): Promise<void> {
+  await gateway.runtime.budgetLeases.closeAll({ tenant: env.TENANT_QUOTA, org: env.ORG_QUOTA }, null, gateway.clock.nowMs, () => {});
 }
 
 async function keyed(tenantBody: Record<string, unknown> = {}): Promise<{ tenant: string; key: string; id: string }> {
@@ -125,9 +140,14 @@ describe("response-priced costs", () => {
     const { key, id } = await keyed();
     await setBudget(`/keys/${id}`, "tokens", { amount: 300, period: "month" });
     const gateway = clockedGateway(CONFIG);
+    // Each request's units come from the gateway's lease of the budget, counted in `used` from the grant: a
+    // refund goes back to the lease, and reaches `used` when the lease ends (closeLeases, as a replaced runtime does).
     expect((await gateway.call(chat(key, 30), { settle: true })).status).toBe(200);
-    expect(await budgetOf(`/keys/${id}`, "tokens")).toMatchObject({ used: 30 });
+    expect(await budgetOf(`/keys/${id}`, "tokens")).toMatchObject({ used: 100, leased: 100 });
+    await closeLeases(gateway);
+    expect(await budgetOf(`/keys/${id}`, "tokens")).toMatchObject({ used: 30, leased: 0 });
     expect((await gateway.call(chat(key, 250), { settle: true })).status).toBe(200);
+    await closeLeases(gateway);
     expect(await budgetOf(`/keys/${id}`, "tokens")).toMatchObject({ used: 280 });
     // 280 + a reserve of 100 passes 300: refused before forwarding.
     const refused = await gateway.call(chat(key, 5), { settle: true });
@@ -140,6 +160,7 @@ describe("response-priced costs", () => {
     expect((await gateway.call(chat(key, 5), { settle: true })).status).toBe(429);
     gateway.clock.nowMs += 5_000;
     expect((await gateway.call(chat(key, 500), { settle: true })).status).toBe(200);
+    await closeLeases(gateway);
     expect(await budgetOf(`/keys/${id}`, "tokens")).toMatchObject({ used: 780, remaining: 0 });
   });
 
@@ -189,7 +210,7 @@ describe("failure and all or nothing", () => {
     const broken = {
       idFromName: (name: string) => env.TENANT_QUOTA.idFromName(name),
       get: () => ({
-        budgetReserve: async () => {
+        budgetLease: async () => {
           throw new Error("Durable Object reset because its code was updated.");
         },
       }),
@@ -237,29 +258,33 @@ describe("failure and all or nothing", () => {
     // A store route without Content-Length: 411 after the budget step.
     const res = await callGateway(gatewayRequest("/objects/x", { method: "PUT", ip: "198.51.100.93", headers: { authorization: `Bearer ${key}` } }), { TOLLGATE: CONFIG }, { settle: true });
     expect(res.status).toBe(411);
-    await eventually(async () => (await budgetOf(`/tenants/${tenant}`, "request")).used === 0, "the reserve is released");
+    // The unit went back to the gateway's lease: nothing is known spent, and the lease holds it for the next request.
+    await eventually(async () => (await spentOf(`/tenants/${tenant}`, "request")) === 0, "the spend is given back");
   });
 });
 
 describe("orgs", () => {
-  it("holds an org budget across its tenants, and an org refusal gives the tenant's reserve back", async () => {
+  it("holds an org budget across its tenants, and the tenant's budget counts only what was admitted", async () => {
     const org = unique("bigco");
     await jsonOf(await adminCall("PUT", `/orgs/${org}`, CONFIG, { body: {} }), 201);
     const a = await keyed({ org });
     const b = await keyed({ org });
     await setBudget(`/orgs/${org}`, "request", { amount: 3, period: "month" });
     await setBudget(`/tenants/${a.tenant}`, "request", { amount: 100, period: "month" });
-    const answers = await Promise.all([a, b, a, b, a, b].map((t) => callGateway(get(t.key), { TOLLGATE: CONFIG }, { settle: true })));
+    const gateway = clockedGateway(CONFIG);
+    const answers = await Promise.all([a, b, a, b, a, b].map((t) => gateway.call(get(t.key), { settle: true })));
     expect(answers.filter((r) => r.status === 200)).toHaveLength(3);
     const refused = answers.find((r) => r.status === 429)!;
     expect(await problemOf(refused)).toMatchObject({ code: "budget_exhausted", budget: { owner: `org:${org}`, amount: 3, used: 3 } });
     const admittedA = answers.filter((r, i) => i % 2 === 0 && r.status === 200).length;
-    await eventually(async () => (await budgetOf(`/tenants/${a.tenant}`, "request")).used === admittedA, "tenant a's used equals its admitted requests");
+    // Units tenant a's lease holds for requests the org refused go back when the lease ends.
+    await closeLeases(gateway);
+    expect((await budgetOf(`/tenants/${a.tenant}`, "request")).used).toBe(admittedA);
   });
 });
 
 describe("orgs that fail", () => {
-  it("answers 503 budget_unavailable when the org's object fails, giving the tenant's reserve back", async () => {
+  it("answers 503 budget_unavailable when the org's object fails, spending nothing of the tenant's budget", async () => {
     const org = unique("brokenorg");
     await jsonOf(await adminCall("PUT", `/orgs/${org}`, CONFIG, { body: {} }), 201);
     const { key, tenant } = await keyed({ org });
@@ -268,7 +293,7 @@ describe("orgs that fail", () => {
     const broken = {
       idFromName: (name: string) => env.ORG_QUOTA.idFromName(name),
       get: () => ({
-        budgetReserve: async () => {
+        budgetLease: async () => {
           throw new Error("Network connection lost.");
         },
       }),
@@ -278,12 +303,13 @@ describe("orgs that fail", () => {
     expect(res.status).toBe(503);
     expect((await problemOf(res)).code).toBe("budget_unavailable");
     expect(await originLog(tag)).toHaveLength(0);
-    expect(await budgetOf(`/tenants/${tenant}`, "request")).toMatchObject({ used: 0 });
+    // The tenant's lease keeps its unit unspent for the next request (nothing is known spent).
+    expect(await spentOf(`/tenants/${tenant}`, "request")).toBe(0);
   });
 });
 
 describe("the hot path", () => {
-  it("makes no quota object call for requests that spend no budget, and one for each that does", async () => {
+  it("makes no quota object call for requests that spend no budget, and few for many that do", async () => {
     const { key, tenant } = await keyed();
     const { ns, calls } = countingQuota();
     for (let i = 0; i < 5; i++) expect((await callGateway(get(key), { TOLLGATE: CONFIG, TENANT_QUOTA: ns }, { settle: true })).status).toBe(200);
@@ -292,9 +318,25 @@ describe("the hot path", () => {
     await setBudget(`/tenants/${tenant}`, "tokens", { amount: 10, period: "month" });
     for (let i = 0; i < 3; i++) expect((await callGateway(get(key), { TOLLGATE: CONFIG, TENANT_QUOTA: ns }, { settle: true })).status).toBe(200);
     expect(calls).toEqual([]);
-    await setBudget(`/tenants/${tenant}`, "request", { amount: 10, period: "month" });
-    for (let i = 0; i < 3; i++) expect((await callGateway(get(key), { TOLLGATE: CONFIG, TENANT_QUOTA: ns }, { settle: true })).status).toBe(200);
-    expect(calls).toEqual(["budgetReserve", "budgetReserve", "budgetReserve"]);
+    await setBudget(`/tenants/${tenant}`, "request", { amount: 1_000_000, period: "month" });
+    // Far from the budget's end, the gateway's lease grows with demand (doubling from one unit, so 1,000 requests from
+    // cold cost about ten asks); then budgeted requests cost at most 10 object calls per 1,000: leases, and the
+    // reports of what was spent (at least every second while it spends).
+    // Metering written once per interval, not as each request ends alone (this test waits for each request's background work).
+    const gateway = clockedGateway({ ...CONFIG, usage: { flush_when_idle: false } }, { TENANT_QUOTA: ns });
+    const start = gateway.clock.nowMs;
+    const send = async (from: number, to: number) => {
+      for (let i = from; i < to; i++) {
+        gateway.clock.nowMs = start + i * 2;
+        expect((await gateway.call(get(key), { settle: true })).status).toBe(200);
+      }
+    };
+    await send(0, 150);
+    calls.length = 0;
+    await send(150, 650);
+    expect(calls.length).toBeGreaterThan(0);
+    expect(calls.length).toBeLessThanOrEqual(5);
+    expect(calls.every((c) => c === "budgetLease")).toBe(true);
   });
 });
 
