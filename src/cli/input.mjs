@@ -79,11 +79,16 @@ export function expiresAt(options, nowMs) {
 const LIMIT_EXAMPLE = '{"count":100,"window_s":60}';
 
 /** Every field a limit takes, for the help texts; and where charge_on_status lives, since operators look for it here. */
-const LIMIT_FIELDS = `A limit is {"count", "window_s", "burst"?, "scope"?: "isolate"|"global", "delay_max_ms"?}; at most 3 per list.
+const LIMIT_FIELDS = `A limit is {"count", "window_s", "burst"?, "scope"?: "isolate"|"global", "delay_max_ms"?,
+"shadow"?, "penalty"?}; at most 3 per list, and 3 shadow ones beside them.
   burst         the largest burst (default: count)
   scope         "isolate" (each isolate on its own) or "global" (across all); default: the config's
   delay_max_ms  0 to 10000: hold a request whose wait is at most this long and forward it
                 when the limit allows (Tollgate-Delayed-Ms), instead of answering 429; default 0
+  shadow        true: try it without enforcing it; what it would refuse goes on, marked
+                Tollgate-Shadow and counted ('tollgate shadow'); false switches it on
+  penalty       {"after", "within_s", "block_s"}: a caller it refuses 'after' times within
+                within_s seconds is blocked for block_s seconds (see 'tollgate blocks ls')
 Charging only on the origin's status (charge_on_status, e.g. ["4xx"] for failed logins) is a
 route's field in the TOLLGATE config, not a limit's: see docs/design.md and \`tollgate explain\`.`;
 
@@ -102,6 +107,22 @@ ${LIMIT_FIELDS}
 ${LIMIT_FIELDS}
 (A tenant's --limits names whom each list applies to: '{"request":{"key":[${LIMIT_EXAMPLE}]}}'.)`,
 };
+
+/**
+ * `--shadow`: every limit of `limits` (either shape) marked as a shadow one,
+ * tried beside the limits in force rather than enforced.
+ * @param {Record<string, unknown>} limits
+ * @returns {Record<string, unknown>}
+ */
+export function shadowLimits(limits) {
+  const mark = (/** @type {unknown} */ list) => (Array.isArray(list) ? list.map((l) => (typeof l === "object" && l !== null ? { ...l, shadow: true } : l)) : list);
+  return Object.fromEntries(
+    Object.entries(limits).map(([category, entry]) => [
+      category,
+      Array.isArray(entry) ? mark(entry) : typeof entry === "object" && entry !== null ? Object.fromEntries(Object.entries(entry).map(([whom, list]) => [whom, mark(list)])) : entry,
+    ]),
+  );
+}
 
 /**
  * `--limits` as JSON in the shape its command takes: for a tenant each

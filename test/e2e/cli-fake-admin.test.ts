@@ -131,8 +131,8 @@ describe("overrides (GET /overrides, expiry and reason)", () => {
     expect(result.code, result.stderr).toBe(0);
     expect(only()).toMatchObject({ method: "GET", path: "/overrides" });
     expect(tableRows(result.stdout)).toEqual([
-      ["key:k7m2q9x4a1bc", "true", "2030-01-01T00:00:00.000Z", "launch day", '{"request":[{"count":200,"window_s":60}]}'],
-      ["ip:192.0.2.7", "false", "2020-01-01T00:00:00.000Z", "-", "{}"],
+      ["key:k7m2q9x4a1bc", "true", "-", "2030-01-01T00:00:00.000Z", "launch day", '{"request":[{"count":200,"window_s":60}]}'],
+      ["ip:192.0.2.7", "false", "-", "2020-01-01T00:00:00.000Z", "-", "{}"],
     ]);
   });
 
@@ -148,6 +148,78 @@ describe("overrides (GET /overrides, expiry and reason)", () => {
     const expiresMs = Date.parse(body.expires_at);
     expect(expiresMs).toBeGreaterThanOrEqual(beforeMs + 3_600_000);
     expect(expiresMs).toBeLessThanOrEqual(afterMs + 3_600_000);
+  });
+});
+
+describe("--shadow and the shadow traffic (trying a policy before it is enforced)", () => {
+  it("tenants set --shadow marks every limit it sends as shadow, and needs --limits", async () => {
+    route = () => ({ body: { tenant: "acme" } });
+    const result = await cli("tenants", "set", "acme", "--limits", '{"request":{"key":[{"count":20,"window_s":60}],"tenant":[{"count":500,"window_s":60}]}}', "--shadow");
+    expect(result.code, result.stderr).toBe(0);
+    expect(only()).toMatchObject({ method: "PUT", path: "/tenants/acme/limits", body: { limits: { request: { key: [{ count: 20, window_s: 60, shadow: true }], tenant: [{ count: 500, window_s: 60, shadow: true }] } } } });
+    const bare = await cli("tenants", "set", "acme", "--shadow");
+    expect(bare.code).toBe(2);
+    expect(bare.stderr).toContain("--shadow marks the limits of --limits; give --limits");
+  });
+
+  it("keys mint --shadow marks the key's limits as shadow", async () => {
+    route = () => ({ status: 201, body: { id: "k7m2q9x4a1bc", key: "tg_k7m2q9x4a1bc_secret", tenant: "acme", name: "ci" } });
+    expect((await cli("keys", "mint", "acme", "--name", "ci", "--limits", '{"request":[{"count":5,"window_s":1}]}', "--shadow")).code).toBe(0);
+    expect(only()).toMatchObject({ body: { name: "ci", limits: { request: [{ count: 5, window_s: 1, shadow: true }] } } });
+  });
+
+  it("overrides put --shadow sends shadow: true and says it made a shadow override", async () => {
+    route = (r) => ({ status: 201, body: { caller_key: "key:k7m2q9x4a1bc", ...(r.body as object) } });
+    const result = await cli("overrides", "put", "key:k7m2q9x4a1bc", "--limits", '{"request":[{"count":1,"window_s":60}]}', "--shadow");
+    expect(result).toMatchObject({ code: 0, stdout: "Created the shadow override for key:k7m2q9x4a1bc.\n" });
+    expect(only()).toMatchObject({ method: "PUT", path: "/overrides/key:k7m2q9x4a1bc", body: { limits: { request: [{ count: 1, window_s: 60 }] }, shadow: true } });
+  });
+
+  it("blocks add --shadow sends shadow: true; get shows a penalty's policy", async () => {
+    route = (r) => ({ status: 201, body: { id: 9, ...(r.body as object) } });
+    expect(await cli("blocks", "add", "net:198.51.100.0/24", "--shadow")).toMatchObject({ code: 0, stdout: "Shadow-blocked net:198.51.100.0/24 (block 9).\n" });
+    expect(only()).toMatchObject({ method: "POST", path: "/blocks", body: { target: "net:198.51.100.0/24", shadow: true } });
+    fake.received.length = 0;
+    route = () => ({ body: { id: 12, target: "ip:192.0.2.7", active: true, shadow: false, penalty: "request-ip-60s", expires_at: "2030-01-01T00:00:00.000Z", reason: "penalty:request-ip-60s", created_at: "2029-12-31T23:55:00.000Z" } });
+    const shown = await cli("blocks", "get", "12");
+    expect(shown.stdout).toMatch(/^penalty\s+request-ip-60s$/m);
+  });
+
+  it("shadow lists each shadow policy with what it would have refused and whom", async () => {
+    route = () => ({
+      body: {
+        minutes: 15,
+        since: "2030-01-01T00:00:00.000Z",
+        policies: [
+          { policy: "request-key-60s", would_refuse: 4, decisions: { rate_limited: 4 }, tenants: { acme: 4 }, callers: [{ caller: "key:k7m2q9x4a1bc", tenant: "acme", would_refuse: 3, overcount_at_most: 0, explain: "/_tollgate/admin/v1/callers/key%3Ak7m2q9x4a1bc" }, { caller: "key:b8n3r0y5b2cd", tenant: "acme", would_refuse: 1, overcount_at_most: 0, explain: "" }] },
+        ],
+      },
+    });
+    const result = await cli("shadow", "--minutes", "15");
+    expect(result.code, result.stderr).toBe(0);
+    expect(only()).toMatchObject({ method: "GET", path: "/traffic/shadow", query: { minutes: "15" } });
+    expect(tableRows(result.stdout)).toEqual([["request-key-60s", "4", "acme 4", "key:k7m2q9x4a1bc 3, key:b8n3r0y5b2cd 1"]]);
+    route = () => ({ body: { minutes: 60, since: "2030-01-01T00:00:00.000Z", policies: [] } });
+    expect((await cli("shadow")).stdout).toBe("No shadow policy would have refused anything in the last 60 minute(s).\n");
+  });
+
+  it("explain marks a shadow limit and shows a penalty", async () => {
+    route = () => ({
+      body: {
+        caller: "key:k7m2q9x4a1bc",
+        tenant: "acme",
+        limits: [
+          { category: "request", subject: "key", source: "tenant", scope: "isolate", limit: { count: 100, window_s: 60 }, remaining: 99, reset_ms: 600 },
+          { category: "request", subject: "key", source: "override", scope: "isolate", shadow: true, limit: { count: 5, window_s: 60, penalty: { after: 3, within_s: 60, block_s: 300 } }, remaining: 4, reset_ms: 12000 },
+        ],
+        override: { limits: {}, active: true, shadow: true },
+        block: { id: 4, target: "key:k7m2q9x4a1bc", active: true, shadow: false, penalty: "request-key-60s", expires_at: "2030-01-01T00:05:00.000Z" },
+      },
+    });
+    const result = await cli("explain", "key:k7m2q9x4a1bc");
+    expect(result.code, result.stderr).toBe(0);
+    expect(result.stdout).toMatch(/^request\s+key\s+override\s+isolate\s+5\/60s penalty 3 in 60s: block 300s \(shadow\)\s+4\s+12000$/m);
+    expect(result.stdout).toMatch(/^block\s+block 4 of key:k7m2q9x4a1bc \(active\) penalty of request-key-60s until 2030-01-01T00:05:00.000Z$/m);
   });
 });
 

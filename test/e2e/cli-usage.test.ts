@@ -51,8 +51,8 @@ async function commandPaths(): Promise<string[][]> {
 describe("tollgate --help", () => {
   it("answers every command's --help with its usage on stdout and exit 0", async () => {
     const paths = await commandPaths();
-    // tollgate: issue 17's list plus `overrides get` and `reset` (issue 16's reset), issue 30's `tenants set`, `blocks get` and `audit`, and issue 26's `traffic`, `top-refused`, `alerts`, and issue 25's `budgets get|put|topup`.
-    expect(paths).toHaveLength(39);
+    // tollgate: issue 17's list plus `overrides get` and `reset` (issue 16's reset), issue 30's `tenants set`, `blocks get` and `audit`, and issue 26's `traffic`, `top-refused`, `alerts`, issue 25's `budgets get|put|topup`, and issue 41's `shadow`.
+    expect(paths).toHaveLength(40);
     expect(paths.map((p) => p.join(" "))).toEqual(
       expect.arrayContaining([
         "tenants ls", "tenants get", "tenants put", "tenants set", "tenants rm",
@@ -61,7 +61,7 @@ describe("tollgate --help", () => {
         "blocks ls", "blocks get", "blocks add", "blocks rm",
         "orgs ls", "orgs get", "orgs put", "orgs rm",
         "explain", "reset", "usage export", "usage reconcile", "audit",
-        "traffic", "top-refused", "alerts",
+        "traffic", "top-refused", "shadow", "alerts",
         "budgets get", "budgets put", "budgets topup",
       ]),
     );
@@ -90,8 +90,11 @@ describe("tollgate --help", () => {
       expect(stdout, path.join(" ")).toContain(`'{"request":{"key":[{"count":100,"window_s":60}]`);
       expect(stdout, path.join(" ")).toContain(`'{"request":[{"count":100,"window_s":60}]`);
       // Every field a limit takes, and where charge_on_status lives (a route's, not a limit's).
-      expect(stdout, path.join(" ")).toContain(`A limit is {"count", "window_s", "burst"?, "scope"?: "isolate"|"global", "delay_max_ms"?}`);
+      expect(stdout, path.join(" ")).toContain(`A limit is {"count", "window_s", "burst"?, "scope"?: "isolate"|"global", "delay_max_ms"?,\n"shadow"?, "penalty"?}`);
       expect(stdout, path.join(" ")).toMatch(/^ {2}delay_max_ms {2}0 to 10000: hold a request/m);
+      expect(stdout, path.join(" ")).toMatch(/^ {2}shadow {8}true: try it without enforcing it/m);
+      expect(stdout, path.join(" ")).toMatch(/^ {2}penalty {7}\{"after", "within_s", "block_s"\}/m);
+      expect(stdout, path.join(" ")).toContain("--shadow");
       expect(stdout, path.join(" ")).toMatch(/charge_on_status, e\.g\. \["4xx"\] for failed logins\) is a\nroute's field in the TOLLGATE config, not a limit's/);
     }
   });

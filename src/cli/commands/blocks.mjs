@@ -8,7 +8,7 @@ import { printFields, printJson, printTable, records } from "../output.mjs";
 import { session } from "../session.mjs";
 
 /** @typedef {import("commander").Command} Command */
-/** @typedef {{ expiresAt?: string, expiresIn?: string, reason?: string, body?: string }} AddOptions */
+/** @typedef {{ expiresAt?: string, expiresIn?: string, reason?: string, body?: string, shadow?: boolean }} AddOptions */
 
 /**
  * @param {Command} program
@@ -30,6 +30,7 @@ export function registerBlockCommands(program, runtime) {
           ["id", (b) => b.id],
           ["target", (b) => b.target],
           ["active", (b) => b.active],
+          ["shadow", (b) => b.shadow],
           ["expires", (b) => b.expires_at],
           ["reason", (b) => b.reason],
           ["created", (b) => b.created_at],
@@ -51,6 +52,8 @@ export function registerBlockCommands(program, runtime) {
         ["id", body.id],
         ["target", body.target],
         ["active", body.active],
+        ["shadow", body.shadow],
+        ["penalty", body.penalty],
         ["expires", body.expires_at],
         ["reason", body.reason],
         ["created", body.created_at],
@@ -64,10 +67,15 @@ export function registerBlockCommands(program, runtime) {
     .option("--expires-at <time>", "ISO 8601 time the block ends")
     .option("--expires-in <duration>", "or a duration from now: 90s, 30m, 1h, 7d")
     .option("--reason <text>", "why, for the next operator")
+    .option("--shadow", "try the block: what it would refuse goes on, marked Tollgate-Shadow and counted ('tollgate shadow'); add it again without --shadow to switch it on")
     .option("--body <json>", "the whole body as JSON, or @file.json; the target and flags override its fields")
     .addHelpText("after", `
-Example:
-  tollgate blocks add net:203.0.113.0/24 --expires-in 24h --reason "credential stuffing"`)
+A limit's penalty box blocks callers too: those blocks have reason penalty:<policy>,
+and 'blocks rm' lifts them early.
+
+Examples:
+  tollgate blocks add net:203.0.113.0/24 --expires-in 24h --reason "credential stuffing"
+  tollgate blocks add net:198.51.100.0/24 --shadow`)
     .action(async (/** @type {string} */ target, /** @type {AddOptions} */ options, /** @type {Command} */ command) => {
       const { client, output } = session(command, runtime);
       /** @type {Record<string, unknown>} */
@@ -76,9 +84,10 @@ Example:
       const expiry = expiresAt(options, runtime.nowMs());
       if (expiry !== undefined) body.expires_at = expiry;
       if (options.reason !== undefined) body.reason = options.reason;
+      if (options.shadow === true) body.shadow = true;
       const { body: block } = await client.json("POST", "/blocks", { body });
       if (output.json) return printJson(output, block);
-      output.out(`Blocked ${String(block.target ?? target)} (block ${String(block.id)}${block.expires_at ? `, until ${String(block.expires_at)}` : ""}).\n`);
+      output.out(`${block.shadow === true ? "Shadow-blocked" : "Blocked"} ${String(block.target ?? target)} (block ${String(block.id)}${block.expires_at ? `, until ${String(block.expires_at)}` : ""}).\n`);
     });
 
   blocks

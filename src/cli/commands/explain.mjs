@@ -11,11 +11,12 @@ import { session } from "../session.mjs";
 
 /** @typedef {import("commander").Command} Command */
 
-/** `7/60s`, `100/1s burst 200`, `5/1s holds 750ms`: a Limit as people read it. */
+/** `7/60s`, `100/1s burst 200`, `5/1s holds 750ms`, `5/60s penalty 3 in 60s: block 300s`: a Limit as people read it. */
 export function limitText(/** @type {unknown} */ limit) {
   if (typeof limit !== "object" || limit === null) return "-";
-  const { count, window_s: windowS, burst, delay_max_ms: delayMaxMs } = /** @type {{ count?: unknown, window_s?: unknown, burst?: unknown, delay_max_ms?: unknown }} */ (limit);
-  return `${String(count)}/${String(windowS)}s${burst === undefined ? "" : ` burst ${String(burst)}`}${delayMaxMs === undefined ? "" : ` holds ${String(delayMaxMs)}ms`}`;
+  const { count, window_s: windowS, burst, delay_max_ms: delayMaxMs, penalty } = /** @type {{ count?: unknown, window_s?: unknown, burst?: unknown, delay_max_ms?: unknown, penalty?: { after?: unknown, within_s?: unknown, block_s?: unknown } }} */ (limit);
+  const penaltyText = typeof penalty === "object" && penalty !== null ? ` penalty ${String(penalty.after)} in ${String(penalty.within_s)}s: block ${String(penalty.block_s)}s` : "";
+  return `${String(count)}/${String(windowS)}s${burst === undefined ? "" : ` burst ${String(burst)}`}${delayMaxMs === undefined ? "" : ` holds ${String(delayMaxMs)}ms`}${penaltyText}`;
 }
 
 /** `login_failure 1, upload 2`: a route's charges on one line. */
@@ -35,6 +36,8 @@ export function policyText(value, what) {
   const p = /** @type {Record<string, unknown>} */ (value);
   const parts = [what === "target" ? `block ${cell(p.id)} of ${cell(p.target)}` : cell(p.limits)];
   parts.push(p.active === false ? "(expired)" : "(active)");
+  if (p.shadow === true) parts.push("shadow: refuses nothing");
+  if (typeof p.penalty === "string") parts.push(`penalty of ${p.penalty}`);
   if (typeof p.expires_at === "string") parts.push(`until ${p.expires_at}`);
   if (typeof p.reason === "string" && p.reason !== "") parts.push(`reason: ${p.reason}`);
   return parts.join(" ");
@@ -69,7 +72,7 @@ export function registerCallerCommands(program, runtime) {
           ["subject", (l) => l.subject],
           ["source", (l) => l.source],
           ["scope", (l) => l.scope],
-          ["limit", (l) => limitText(l.limit)],
+          ["limit", (l) => `${limitText(l.limit)}${l.shadow === true ? " (shadow)" : ""}`],
           ["remaining", (l) => l.remaining],
           ["reset ms", (l) => l.reset_ms],
         ],

@@ -3,12 +3,12 @@
 // mint's answer once; it is printed once and never stored.
 import { segment } from "../admin-client.mjs";
 import { usageError } from "../cli-error.mjs";
-import { expiresAt, jsonObjectArgument, limitsArgument, LIMITS_HELP } from "../input.mjs";
+import { expiresAt, jsonObjectArgument, limitsArgument, LIMITS_HELP, shadowLimits } from "../input.mjs";
 import { printFields, printJson, printTable, records } from "../output.mjs";
 import { session } from "../session.mjs";
 
 /** @typedef {import("commander").Command} Command */
-/** @typedef {{ name?: string, expiresAt?: string, expiresIn?: string, limits?: string, body?: string }} MintOptions */
+/** @typedef {{ name?: string, expiresAt?: string, expiresIn?: string, limits?: string, body?: string, shadow?: boolean }} MintOptions */
 
 /**
  * @param {Command} program
@@ -25,6 +25,7 @@ export function registerKeyCommands(program, runtime) {
     .option("--expires-at <time>", "ISO 8601 time the key stops working, e.g. 2030-01-31T00:00:00Z")
     .option("--expires-in <duration>", "or a duration from now: 90s, 30m, 1h, 7d")
     .option("--limits <json>", "the key's own limits as JSON, or @file.json (shape below)")
+    .option("--shadow", "mark every limit in --limits as shadow: tried beside the limits in force, never refusing")
     .option("--body <json>", "the whole body as JSON, or @file.json; the flags above override its fields")
     .addHelpText("after", `
 ${LIMITS_HELP.key}
@@ -40,6 +41,10 @@ Example:
       const expiry = expiresAt(options, runtime.nowMs());
       if (expiry !== undefined) body.expires_at = expiry;
       if (options.limits !== undefined) body.limits = limitsArgument("--limits", options.limits, "key");
+      if (options.shadow === true) {
+        if (typeof body.limits !== "object" || body.limits === null) throw usageError("keys mint: --shadow marks the limits of --limits; give --limits");
+        body.limits = shadowLimits(/** @type {Record<string, unknown>} */ (body.limits));
+      }
       const { body: minted } = await client.json("POST", `/tenants/${segment(tenant, "tenant")}/keys`, { body });
       if (output.json) return printJson(output, minted);
       printFields(output, [

@@ -9,7 +9,7 @@ import { printFields, printJson, printTable, records } from "../output.mjs";
 import { session } from "../session.mjs";
 
 /** @typedef {import("commander").Command} Command */
-/** @typedef {{ limits?: string, expiresAt?: string, expiresIn?: string, reason?: string, body?: string }} PutOptions */
+/** @typedef {{ limits?: string, expiresAt?: string, expiresIn?: string, reason?: string, body?: string, shadow?: boolean }} PutOptions */
 
 const CALLER_HELP = "caller key: ip:<address>, ip:<IPv6>/64 or key:<id>";
 
@@ -32,6 +32,7 @@ export function registerOverrideCommands(program, runtime) {
         [
           ["caller key", (o) => o.caller_key],
           ["active", (o) => o.active],
+          ["shadow", (o) => o.shadow],
           ["expires", (o) => o.expires_at],
           ["reason", (o) => o.reason],
           ["limits", (o) => o.limits],
@@ -53,6 +54,7 @@ export function registerOverrideCommands(program, runtime) {
         ["caller key", body.caller_key],
         ["limits", body.limits],
         ["active", body.active],
+        ["shadow", body.shadow],
         ["expires", body.expires_at],
         ["reason", body.reason],
         ["updated", body.updated_at],
@@ -67,6 +69,7 @@ export function registerOverrideCommands(program, runtime) {
     .option("--expires-at <time>", "ISO 8601 time it stops applying")
     .option("--expires-in <duration>", "or a duration from now: 90s, 30m, 1h, 7d")
     .option("--reason <text>", "why, for the next operator")
+    .option("--shadow", "try the override: its limits are tried beside the caller's limits in force, which stay enforced; put it again without --shadow to switch it on")
     .option("--body <json>", "the whole body as JSON, or @file.json; the flags above override its fields")
     .addHelpText("after", `
 ${LIMITS_HELP.key}
@@ -83,9 +86,10 @@ Example (double the request rate of one key for an hour):
       const expiry = expiresAt(options, runtime.nowMs());
       if (expiry !== undefined) body.expires_at = expiry;
       if (options.reason !== undefined) body.reason = options.reason;
+      if (options.shadow === true) body.shadow = true;
       const answer = await client.json("PUT", `/overrides/${segment(caller, "caller")}`, { body });
       if (output.json) return printJson(output, answer.body);
-      output.out(`${answer.status === 201 ? "Created" : "Replaced"} the override for ${String(answer.body.caller_key ?? caller)}.\n`);
+      output.out(`${answer.status === 201 ? "Created" : "Replaced"} the ${answer.body.shadow === true ? "shadow " : ""}override for ${String(answer.body.caller_key ?? caller)}.\n`);
     });
 
   overrides

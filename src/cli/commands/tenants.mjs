@@ -4,13 +4,13 @@
 // fields it names (PUT /tenants/{tenant}/limits, the API's partial update).
 import { segment } from "../admin-client.mjs";
 import { CliError, usageError } from "../cli-error.mjs";
-import { jsonObjectArgument, limitsArgument, LIMITS_HELP } from "../input.mjs";
+import { jsonObjectArgument, limitsArgument, LIMITS_HELP, shadowLimits } from "../input.mjs";
 import { cell, objectField, printFields, printJson, printTable, records } from "../output.mjs";
 import { session } from "../session.mjs";
 
 /** @typedef {import("commander").Command} Command */
-/** @typedef {{ limits?: string, quota?: string, org?: string, body?: string }} PutOptions */
-/** @typedef {{ limits?: string, quota?: string, org?: string | false }} SetOptions */
+/** @typedef {{ limits?: string, quota?: string, org?: string, body?: string, shadow?: boolean }} PutOptions */
+/** @typedef {{ limits?: string, quota?: string, org?: string | false, shadow?: boolean }} SetOptions */
 
 /** Whether a stored field holds anything (`{}`, null and "" hold nothing). */
 function holds(/** @type {unknown} */ value) {
@@ -91,6 +91,16 @@ async function currentTenant(client, path) {
 }
 
 /**
+ * The limits of `--shadow`: each one marked shadow; a usage error without limits to mark.
+ * @param {string} command
+ * @param {unknown} limits
+ */
+function shadowOf(command, limits) {
+  if (typeof limits !== "object" || limits === null) throw usageError(`${command}: --shadow marks the limits of --limits; give --limits`);
+  return shadowLimits(/** @type {Record<string, unknown>} */ (limits));
+}
+
+/**
  * @param {Command} program
  * @param {import("../session.mjs").Runtime} runtime
  */
@@ -142,6 +152,7 @@ export function registerTenantCommands(program, runtime) {
     .description("create a tenant, or replace it whole: what you leave out is removed (to change only some fields, use 'tenants set')")
     .argument("<tenant>", "tenant slug")
     .option("--limits <json>", "the tenant's limits as JSON, or @file.json (shape below)")
+    .option("--shadow", "mark every limit in --limits as shadow: tried beside the limits in force, never refusing ('tollgate shadow' shows whom it would refuse)")
     .option("--quota <json>", "Quota as JSON, or @file.json")
     .option("--org <org>", "the org the tenant belongs to")
     .option("--body <json>", "the whole body as JSON, or @file.json; the flags above override its fields")
@@ -154,12 +165,18 @@ changes only the fields you name.
 
 Example:
   tollgate tenants put acme --limits '{"request":{"key":[{"count":100,"window_s":60}]}}' \\
-    --quota '{"bytes":{"soft":800000000,"hard":1000000000}}'`)
+    --quota '{"bytes":{"soft":800000000,"hard":1000000000}}'
+
+Trying a new limit beside the one in force ("shadow": true on it), then switching it on:
+  tollgate tenants set acme --limits '{"request":{"key":[{"count":100,"window_s":60},{"count":20,"window_s":60,"shadow":true}]}}'
+  tollgate shadow
+  tollgate tenants set acme --limits '{"request":{"key":[{"count":100,"window_s":60},{"count":20,"window_s":60}]}}'`)
     .action(async (/** @type {string} */ tenant, /** @type {PutOptions} */ options, /** @type {Command} */ command) => {
       const { client, output } = session(command, runtime);
       /** @type {Record<string, unknown>} */
       const body = options.body === undefined ? {} : jsonObjectArgument("--body", options.body);
       if (options.limits !== undefined) body.limits = limitsArgument("--limits", options.limits, "tenant");
+      if (options.shadow === true) body.limits = shadowOf("tenants put", body.limits);
       if (options.quota !== undefined) body.quota = jsonObjectArgument("--quota", options.quota);
       if (options.org !== undefined) body.org = options.org;
       const path = `/tenants/${segment(tenant, "tenant")}`;
@@ -181,6 +198,7 @@ Example:
     .description("change only the fields named (org, limits, quota) of a tenant that exists; the rest stay as they are")
     .argument("<tenant>", "tenant slug")
     .option("--limits <json>", "the tenant's limits as JSON, or @file.json (shape below); '{}' clears them")
+    .option("--shadow", "mark every limit in --limits as shadow: tried beside the limits in force, never refusing ('tollgate shadow' shows whom it would refuse)")
     .option("--quota <json>", "Quota as JSON, or @file.json; '{}' clears it")
     .option("--org <org>", "move the tenant into this org (it must exist)")
     .option("--no-org", "take the tenant out of its org")
@@ -196,6 +214,7 @@ Examples:
       /** @type {Record<string, unknown>} */
       const body = {};
       if (options.limits !== undefined) body.limits = limitsArgument("--limits", options.limits, "tenant");
+      if (options.shadow === true) body.limits = shadowOf("tenants set", body.limits);
       if (options.quota !== undefined) body.quota = jsonObjectArgument("--quota", options.quota);
       if (options.org !== undefined) body.org = options.org === false ? null : options.org;
       const names = Object.keys(body);

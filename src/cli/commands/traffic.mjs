@@ -1,8 +1,9 @@
 // @ts-check
-// tollgate traffic | top-refused | alerts — who is being admitted and
+// tollgate traffic | top-refused | shadow | alerts — who is being admitted and
 // refused right now, and what the operator was told. `traffic` prints
 // GET /traffic (requests per minute by decision), `top-refused` the callers
-// refused most (each one `tollgate explain` accepts), `alerts` the recent
+// refused most (each one `tollgate explain` accepts), `shadow` what each
+// shadow policy would have refused and whom, `alerts` the recent
 // alert deliveries with their state and attempts. Reading flushes the
 // answering isolate's counts first; other isolates' arrive with their next
 // metering flush.
@@ -142,6 +143,36 @@ Example:
         `No caller refused in the last ${minutes} minute(s).`,
       );
       if (callers.length > 0) output.out(`\nWhy one is refused: tollgate explain <caller>\n`);
+    });
+
+  program
+    .command("shadow")
+    .description("what each shadow policy (a limit, budget or block with shadow: true) would have refused, and whom (default: the last 60 minutes)")
+    .option("--minutes <n>", `how far back, 1 to ${MAX_TOP_REFUSED_MINUTES}`, "60")
+    .addHelpText("after", `
+A policy is named as RateLimit-Policy names it (request-key-60s), budget-<category>-<owner kind>-<period>
+for a budget, block-<id> or penalty:<policy> for a block. Callers are ids 'tollgate explain' accepts
+(an address as hmac:<hex>). Switch a policy on by setting it again without "shadow": true.
+
+Example:
+  tollgate shadow --minutes 15`)
+    .action(async (/** @type {{ minutes: string }} */ options, /** @type {Command} */ command) => {
+      const minutes = countArgument("--minutes", options.minutes, MAX_TOP_REFUSED_MINUTES);
+      const { client, output } = session(command, runtime);
+      const { body } = await client.json("GET", "/traffic/shadow", { query: { minutes: String(minutes) } });
+      if (output.json) return printJson(output, body);
+      const policies = records(body.policies);
+      printTable(
+        output,
+        [
+          ["policy", (p) => p.policy],
+          ["would refuse", (p) => p.would_refuse],
+          ["tenants", (p) => decisionsText(p.tenants)],
+          ["callers (most first)", (p) => records(p.callers).map((c) => `${cell(c.caller)} ${cell(c.would_refuse)}`).join(", ")],
+        ],
+        policies,
+        `No shadow policy would have refused anything in the last ${minutes} minute(s).`,
+      );
     });
 
   program
