@@ -7,8 +7,9 @@
 // docs/global-limits.md (between its simulate markers). Seeded: the same seed
 // and code give the same figures on any machine. `-- --quick` runs the small
 // scale (40 isolates) and writes bench/results/simulate-quick.json only;
-// `-- --seed=N` picks another seed. Runs under tsx (the simulation imports
-// the TypeScript sources).
+// `-- --seed=N` picks another seed; `-- --render` writes the plots and the
+// docs' tables again from bench/results/simulate.json without simulating.
+// Runs under tsx (the simulation imports the TypeScript sources).
 import { execSync } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
@@ -18,6 +19,7 @@ import { globalMarkdown, globalSvg } from "./sim/global-report.ts";
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
 const quick = process.argv.includes("--quick");
+const render = process.argv.includes("--render");
 const seedArg = process.argv.find((a) => a.startsWith("--seed="));
 const seed = seedArg === undefined ? 7 : Number(seedArg.slice("--seed=".length));
 if (!Number.isSafeInteger(seed)) {
@@ -55,20 +57,29 @@ function writeBetweenMarkers(file, key, text) {
 const deployment = quick
   ? "40 isolates over 10 regions (the small scale: rates scaled to keep each isolate's traffic)"
   : "300 isolates over 10 regions 20–250 ms (round trip) from the object, each living 60 s on average; the object serves 1,000 calls a second";
-const at = new Date().toISOString().slice(0, 10);
-const code = commit();
-log(`simulating (${scale} scale, seed ${seed}, code ${code})`);
-const global = await runGlobalPlan(scale, seed, log);
-const stamp = `Simulated by \`npm run simulate\` on ${at} (seed ${seed}, code ${code}): ${deployment}.`;
-const markdown = globalMarkdown(global, stamp);
-console.log(`\n${markdown}\n`);
-
-mkdirSync(join(ROOT, "bench", "results"), { recursive: true });
 const name = quick ? "simulate-quick.json" : "simulate.json";
-writeFileSync(join(ROOT, "bench", "results", name), `${JSON.stringify({ quick, seed, at_unix_ms: Date.now(), code, global }, null, 1)}\n`);
-log(`wrote bench/results/${name}`);
+let result;
+if (render) {
+  result = JSON.parse(readFileSync(join(ROOT, "bench", "results", "simulate.json"), "utf8"));
+  log(`rendering bench/results/simulate.json (seed ${result.seed}, code ${result.code})`);
+} else {
+  const code = commit();
+  log(`simulating (${scale} scale, seed ${seed}, code ${code})`);
+  const global = await runGlobalPlan(scale, seed, log);
+  result = { quick, seed, at_unix_ms: Date.now(), code, global };
+  mkdirSync(join(ROOT, "bench", "results"), { recursive: true });
+  // Arrays of numbers (the per-second series) on one line each.
+  const json = JSON.stringify(result, null, 1).replace(/\[\s+(-?[\d.e+-]+(?:,\s+-?[\d.e+-]+)*)\s+\]/g, (_, inner) => `[${inner.replace(/\s+/g, "")}]`);
+  writeFileSync(join(ROOT, "bench", "results", name), `${json}\n`);
+  log(`wrote bench/results/${name}`);
+}
+const at = new Date(result.at_unix_ms).toISOString().slice(0, 10);
+const stamp = `Simulated by \`npm run simulate\` on ${at} (seed ${result.seed}, code ${result.code}): ${deployment}.`;
+const markdown = globalMarkdown(result.global, stamp);
+console.log(`\n${markdown}\n`);
+const { global, seed: resultSeed } = result;
 if (!quick) {
-  writeFileSync(join(ROOT, "docs", "global-limits-simulated.svg"), globalSvg(global, `${deployment}; seed ${seed}`));
+  writeFileSync(join(ROOT, "docs", "global-limits-simulated.svg"), globalSvg(global, `${deployment}; seed ${resultSeed}`));
   log("wrote docs/global-limits-simulated.svg");
   log(writeBetweenMarkers("global-limits.md", "global", markdown) ? "wrote the tables into docs/global-limits.md" : "docs/global-limits.md has no simulate:global markers: the tables are not written there");
 }

@@ -108,20 +108,22 @@ export function globalMarkdown(plan: GlobalPlanResult, stamp: string): string {
 
 export function globalSvg(plan: GlobalPlanResult, caption: string): string {
   const panels: Panel[] = [];
+  // The seconds of demand only: answers that land after it ends would read as a drop.
+  const cut = (r: GlobalRunResult, values: number[]): number[] => values.slice(0, r.series.demand.length);
   for (const r of plan.scenarios) {
     panels.push({
       title: `${r.name}: units per second`,
       lines: [
-        { label: "requests", color: "#b8bcc4", values: r.series.demand },
-        { label: "exact GCRA admits", color: "#222", values: r.series.exact, dashed: true },
-        { label: "admitted", color: "#2f6fdb", values: r.series.admitted },
+        { label: "requests", color: "#b8bcc4", values: cut(r, r.series.demand) },
+        { label: "exact GCRA admits", color: "#222", values: cut(r, r.series.exact), dashed: true },
+        { label: "admitted", color: "#2f6fdb", values: cut(r, r.series.admitted) },
       ],
     });
   }
   for (const r of plan.scenarios) {
     panels.push({
       title: `${r.name}: object calls per second`,
-      lines: [{ label: "calls reaching the object", color: "#e07b24", values: r.series.calls }],
+      lines: [{ label: "calls reaching the object", color: "#e07b24", values: cut(r, r.series.calls) }],
       mark: { value: r.capacityPerS, label: "object capacity", color: "#c62828" },
     });
   }

@@ -28,11 +28,13 @@ function esc(s: string): string {
   return s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;");
 }
 
+/** The top of a panel's axis: four gridline steps of 1, 2, 2.5 or 5 × 10^k that reach `v`. */
 function niceMax(v: number): number {
-  if (!(v > 0)) return 1;
-  const p = 10 ** Math.floor(Math.log10(v));
-  for (const m of [1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10]) if (m * p >= v) return m * p;
-  return 10 * p;
+  if (!(v > 0)) return 4;
+  const step = v / 4;
+  const p = 10 ** Math.floor(Math.log10(step));
+  for (const m of [1, 2, 2.5, 5, 10]) if (m * p >= step) return 4 * m * p;
+  return 40 * p;
 }
 
 function axisText(v: number): string {
