@@ -11,6 +11,7 @@ import { registerBlockRoutes } from "./blocks";
 import { registerBudgetRoutes } from "./budgets";
 import { registerCallerRoutes } from "./callers";
 import { registerExportRoutes } from "./export";
+import { registerGlobalAccuracyRoutes } from "./global-accuracy";
 import { registerKeyRoutes } from "./keys";
 import { registerOpenApiRoute } from "./openapi";
 import { registerOrgRoutes } from "./orgs";
@@ -42,6 +43,7 @@ export function createAdminApp(): Hono<AdminEnv> {
   registerAuditRoutes(admin);
   registerTrafficRoutes(admin);
   registerAlertRoutes(admin);
+  registerGlobalAccuracyRoutes(admin);
   registerOpenApiRoute(admin);
   admin.all("*", () => problem("not_found", { detail: "No such admin path or method." }));
   admin.onError((err) => {

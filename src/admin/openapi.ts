@@ -7,6 +7,7 @@ import { EXPORT_FORMATS, MAX_EXPORT_MONTHS, MAX_EXPORT_ROWS, PERIOD } from "./ex
 import { COMMON_ERRORS, type Json, jsonContent, op, problemResponse, ref, tenantParam, WRITE_ERRORS } from "./openapi-parts";
 import { operationPaths } from "./openapi-operations";
 import { budgetPaths } from "./openapi-budgets";
+import { globalPaths } from "./openapi-global";
 // Registers the budget schemas in the components even when the budget routes are not loaded.
 import "./budget-schemas";
 import { trafficPaths } from "./openapi-traffic";
@@ -116,6 +117,7 @@ export function openApiDocument(): Json {
       ...operationPaths(),
       ...budgetPaths(),
       ...trafficPaths(),
+      ...globalPaths(),
       "/openapi.json": { get: op("This document", { "200": { description: "OpenAPI 3.1" }, ...COMMON_ERRORS }) },
     },
   };

@@ -1,5 +1,5 @@
 // Query helpers for api_keys. Timestamps are Unix milliseconds, as in the schema.
-import { and, asc, count, eq, isNull, sql } from "drizzle-orm";
+import { and, asc, count, eq, inArray, isNull, sql } from "drizzle-orm";
 import type { Db } from "./client";
 import { apiKeys, orgs, tenants } from "./schema";
 
@@ -40,6 +40,12 @@ export async function findKeyByDigest(db: Db, digest: string): Promise<KeyRow | 
 export async function findKeyById(db: Db, id: string): Promise<(KeyRow & { readonly digest: string }) | null> {
   const rows = await gatewayKeyQuery(db).where(eq(apiKeys.id, id)).limit(1);
   return rows[0] ?? null;
+}
+
+/** Key ids and tenants by digest (the `key:<digest>` limiter subject), for the names of a report; at most 90 digests per call (D1's bound on parameters). */
+export function keysByDigests(db: Db, digests: readonly string[]): Promise<{ id: string; tenant: string; digest: string }[]> {
+  if (digests.length === 0) return Promise.resolve([]);
+  return db.select({ id: apiKeys.id, tenant: apiKeys.tenant, digest: apiKeys.digest }).from(apiKeys).where(inArray(apiKeys.digest, [...digests]));
 }
 
 function gatewayKeyQuery(db: Db) {
