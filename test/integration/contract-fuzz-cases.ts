@@ -1,0 +1,176 @@
+// fast-check arbitraries for contract-fuzz scenarios: configs that combine
+// the features (routes with charges, a status-charged login, a priced route,
+// a store and a delete route with quotas, budgets on keys, tenants and an
+// org, shadow mode) and request sequences that spell paths every way a
+// client can (case, `//`, escapes such as %6F, `;`, trailing slashes and
+// dots), from two keys, no credential or a made-up one, some sent in
+// bursts, some hung up on.
+import fc from "fast-check";
+import type { BudgetSpec, Credential, LimitSpec, Method, RequestSpec, RouteSpec, Scenario, ScenarioConfig, Step, SubjectKind, TenantSpec } from "../model/scenario";
+import { COST_HEADER } from "./contract-fuzz-gateway";
+
+const CATEGORIES = ["request", "upload", "tokens", "login", "report"] as const;
+
+/** The routes a config picks from; each appears at most once, in this order. */
+const ROUTE_CHOICES = {
+  store: fc.record({ method: fc.constant<Method>("PUT"), path: fc.constant("/objects/:object"), quota: fc.constant<"store">("store"), charges: fc.option(fc.record({ upload: fc.integer({ min: 1, max: 2 }) }), { nil: undefined }) }),
+  release: fc.record({ method: fc.constant<Method>("DELETE"), path: fc.constant("/objects/:object"), quota: fc.constant<"release">("release") }),
+  priced: fc.record({
+    method: fc.constant<Method>("POST"),
+    path: fc.constant("/v1/chat"),
+    response_charge: fc.record({ category: fc.constant("tokens"), header: fc.constant(COST_HEADER), reserve: fc.constantFrom(0, 1, 5, 10) }),
+  }),
+  login: fc.record({
+    method: fc.constant<Method>("POST"),
+    path: fc.constant("/login"),
+    charges: fc.constant({ login: 1 }),
+    charge_on_status: fc.constantFrom<(number | string)[]>(["4xx"], [401, "5xx"], [401]),
+  }),
+  report: fc.record({ method: fc.constant<Method>("GET"), path: fc.constant("/reports/:id"), charges: fc.record({ report: fc.integer({ min: 1, max: 2 }) }) }),
+};
+
+const limitArb = (counts: [number, number], windows: number[]): fc.Arbitrary<LimitSpec> =>
+  fc.record({ count: fc.integer({ min: counts[0], max: counts[1] }), window_s: fc.constantFrom(...windows), burst: fc.option(fc.integer({ min: 1, max: counts[1] * 2 }), { nil: undefined }) });
+
+/** One or two limits of a subject kind, with distinct windows (their policy names differ). */
+const limitsArb = (counts: [number, number]): fc.Arbitrary<LimitSpec[]> =>
+  fc.oneof(fc.tuple(limitArb(counts, [1, 2, 10])), fc.tuple(limitArb(counts, [1, 2]), limitArb([counts[0] * 2, counts[1] * 3], [30, 60]))).map((l) => [...l]);
+
+const kindLimitsArb = (counts: [number, number]): fc.Arbitrary<Partial<Record<SubjectKind, LimitSpec[]>>> =>
+  fc.record({ key: limitsArb(counts), tenant: limitsArb([counts[0] * 2, counts[1] * 2]), ip: limitsArb(counts) }, { requiredKeys: [] });
+
+const configArb: fc.Arbitrary<ScenarioConfig> = fc
+  .record({
+    mode: fc.constantFrom<"enforce" | "shadow">("enforce", "enforce", "shadow"),
+    allow_path_parameters: fc.boolean(),
+    max_request_bytes: fc.constantFrom(0, 0, 20),
+    routes: fc.record(ROUTE_CHOICES, { requiredKeys: [] }),
+    request: fc.option(kindLimitsArb([2, 6]), { nil: undefined }),
+    upload: fc.option(kindLimitsArb([1, 4]), { nil: undefined }),
+    tokens: fc.option(kindLimitsArb([10, 40]), { nil: undefined }),
+    login: fc.option(kindLimitsArb([1, 3]), { nil: undefined }),
+    report: fc.option(kindLimitsArb([2, 5]), { nil: undefined }),
+  })
+  .map((c) => {
+    const categories: ScenarioConfig["categories"] = {};
+    for (const name of CATEGORIES) if (c[name] !== undefined) categories[name] = { limits: c[name] };
+    const order = ["store", "release", "priced", "login", "report"] as const;
+    const routes = order.flatMap((name): RouteSpec[] => (c.routes[name] === undefined ? [] : [c.routes[name] as RouteSpec]));
+    // Shadow mode forwards what it would refuse: a body past the bound is left out of it here.
+    return { mode: c.mode, allow_path_parameters: c.allow_path_parameters, max_request_bytes: c.mode === "shadow" ? 0 : c.max_request_bytes, categories, routes };
+  });
+
+/** The categories a config defines: `request`, its `categories` entries, and what its routes charge. */
+function knownCategories(config: ScenarioConfig): Set<string> {
+  const known = new Set(["request", ...Object.keys(config.categories)]);
+  for (const route of config.routes) {
+    for (const category of Object.keys(route.charges ?? {})) known.add(category);
+    if (route.response_charge !== undefined) known.add(route.response_charge.category);
+  }
+  return known;
+}
+
+const tenantsArb: fc.Arbitrary<TenantSpec[]> = fc
+  .tuple(
+    fc.boolean(),
+    fc.option(fc.record({ bytes: fc.record({ hard: fc.integer({ min: 5, max: 60 }), soft: fc.integer({ min: 1, max: 40 }) }, { requiredKeys: ["hard"] }), objects: fc.record({ hard: fc.integer({ min: 1, max: 3 }) }) }, { requiredKeys: [] }), { nil: null }),
+  )
+  .map(([org, quota]) => [
+    // A soft quota above the hard one is refused by the admin API.
+    { name: "t0", org: org ? "o0" : null, quota: quota?.bytes?.soft !== undefined && quota.bytes.soft > quota.bytes.hard! ? { ...quota, bytes: { hard: quota.bytes.hard } } : quota },
+    { name: "t1", org: null, quota: null },
+  ]);
+
+const budgetArb: fc.Arbitrary<BudgetSpec> = fc.record({
+  owner: fc.constantFrom<BudgetSpec["owner"]>({ kind: "key", name: "kA" }, { kind: "key", name: "kB" }, { kind: "tenant", name: "t0" }, { kind: "tenant", name: "t1" }, { kind: "org", name: "o0" }),
+  category: fc.constantFrom(...CATEGORIES),
+  amount: fc.integer({ min: 1, max: 40 }),
+  period: fc.constantFrom<BudgetSpec["period"]>("month", "month", "day", "none"),
+});
+
+/** A path a client might send for one of the routes, or for none. */
+const SEGMENTS: Record<string, string[][]> = {
+  objects: [["objects", "a"], ["objects", "b"]],
+  chat: [["v1", "chat"]],
+  login: [["login"]],
+  reports: [["reports", "r1"]],
+  other: [["things"], ["objects"], ["v1", "chat", "x"]],
+};
+
+const spellSegment = (segment: string): fc.Arbitrary<string> =>
+  fc.constantFrom<(s: string) => string>(
+    (s) => s,
+    (s) => s,
+    (s) => s.toUpperCase(),
+    (s) => s.charAt(0).toUpperCase() + s.slice(1),
+    (s) => `%${s.charCodeAt(0).toString(16)}${s.slice(1)}`,
+    (s) => `%${s.charCodeAt(0).toString(16).toUpperCase()}${s.slice(1)}`,
+    (s) => (s.length > 1 ? `${s.slice(0, -1)}%${s.charCodeAt(s.length - 1).toString(16)}` : s),
+    (s) => `${s};v=1`,
+    (s) => `${s}.`,
+    (s) => `${s}%2F`,
+  ).map((spell) => spell(segment));
+
+const pathArb: fc.Arbitrary<string> = fc
+  .constantFrom(...Object.values(SEGMENTS).flat())
+  .chain((segments) => fc.tuple(fc.tuple(...segments.map(spellSegment)), fc.constantFrom("/", "/", "/", "//"), fc.constantFrom("", "", "", "/", "//")))
+  .map(([segments, lead, trail]) => `${lead}${segments.join(lead === "//" ? "//" : "/")}${trail}`);
+
+const originArb = fc.record({
+  status: fc.constantFrom(200, 200, 200, 201, 401, 404, 500),
+  cost: fc.option(fc.integer({ min: 0, max: 30 }), { nil: null, freq: 3 }),
+  delayMs: fc.constant(0),
+});
+
+const requestArb: fc.Arbitrary<RequestSpec> = fc
+    .record({
+      method: fc.constantFrom<Method>("GET", "HEAD", "PUT", "PUT", "POST", "POST", "DELETE"),
+      path: pathArb,
+      credential: fc.constantFrom<Credential>("kA", "kA", "kB", "anon", "bogus"),
+      bodyBytes: fc.integer({ min: 1, max: 30 }),
+      // One request in ten hangs up.
+      hang: fc.integer({ min: 0, max: 9 }),
+      origin: originArb,
+    })
+    .map(({ hang, ...r }) => ({ ...r, hangUp: hang === 0, bodyBytes: r.method === "PUT" || r.method === "POST" ? r.bodyBytes : 0 }));
+
+/** A burst's answers come back in a scripted order, far enough apart that the model can follow it. */
+const BURST_DELAYS_MS = [20, 90, 160];
+
+const stepArb: fc.Arbitrary<Step> = fc.oneof(
+  { weight: 2, arbitrary: fc.constantFrom(1, 250, 999, 1000, 4000, 6000, 60_000, 86_400_000).map((ms): Step => ({ kind: "advance", ms })) },
+  { weight: 6, arbitrary: requestArb.map((r): Step => ({ kind: "send", requests: [r] })) },
+  {
+    weight: 2,
+    arbitrary: fc
+      .tuple(fc.array(requestArb, { minLength: 2, maxLength: 3 }), fc.shuffledSubarray(BURST_DELAYS_MS, { minLength: 3, maxLength: 3 }))
+      .map(([requests, delays]): Step => ({ kind: "send", requests: requests.map((r, i) => ({ ...r, origin: { ...r.origin, delayMs: delays[i]! } })) })),
+  },
+);
+
+// No chain from the config to the steps: fast-check shrinks each part of a record on its own.
+export const scenarioArb: fc.Arbitrary<Scenario> = fc
+  .record({
+    config: configArb,
+    tenants: tenantsArb,
+    kBTenant: fc.constantFrom<"t0" | "t1">("t0", "t1"),
+    budgets: fc.uniqueArray(budgetArb, { maxLength: 3, selector: (b) => `${b.owner.kind}:${b.owner.name}:${b.category}` }),
+    steps: fc.array(stepArb, { minLength: 2, maxLength: 12 }),
+  })
+  .map(({ config, tenants, kBTenant, budgets, steps }): Scenario => ({
+    config,
+    tenants,
+    keys: [
+      { name: "kA", tenant: "t0" },
+      { name: "kB", tenant: kBTenant },
+    ],
+    // An org budget only where t0 belongs to the org, and only of a category the config knows (the admin API refuses others).
+    budgets: budgets.filter((b) => (b.owner.kind !== "org" || tenants[0]!.org !== null) && knownCategories(config).has(b.category)),
+    // Shadow mode forwards what it would refuse: a made-up key is left out of it here.
+    steps: config.mode === "shadow" ? steps.map(withoutMadeUpKeys) : steps,
+  }));
+
+function withoutMadeUpKeys(step: Step): Step {
+  if (step.kind !== "send") return step;
+  return { kind: "send", requests: step.requests.map((r) => (r.credential === "bogus" ? { ...r, credential: "anon" } : r)) };
+}

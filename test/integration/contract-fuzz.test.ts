@@ -1,0 +1,69 @@
+// The gateway against the contract's model (test/model/): random configs
+// that combine the features, random request sequences, run through the real
+// data plane on a held clock against the recording origin and through the
+// model; any difference fails, with the shrunk case printed as a test to
+// paste below. `npm test` runs a fixed seed; `npm run fuzz -- --runs N
+// --seed S` runs more (scripts/fuzz.mjs).
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { runModel } from "../model/gateway";
+import type { Scenario } from "../model/scenario";
+import { FAST_CHECK_SEED } from "../fast-check-seed";
+import { scenarioArb } from "./contract-fuzz-cases";
+import { asTest, differences } from "./contract-fuzz-compare";
+import { runThroughGateway } from "./contract-fuzz-gateway";
+
+/** Scenarios in `npm test`: enough to meet every feature, within its share of the suite's time. */
+const DEFAULT_RUNS = 40;
+// Vite hands VITE_-prefixed variables to the tests in workerd (scripts/fuzz.mjs sets them).
+const env = (import.meta as unknown as { env: Record<string, string | undefined> }).env;
+const RUNS = Number(env.VITE_CONTRACT_FUZZ_RUNS ?? DEFAULT_RUNS);
+const SEED = env.VITE_CONTRACT_FUZZ_SEED === undefined ? FAST_CHECK_SEED : Number(env.VITE_CONTRACT_FUZZ_SEED);
+
+/** The model's and the gateway's runs of one scenario, and how they differ. */
+async function disagreements(scenario: Scenario): Promise<string[]> {
+  const startMs = Date.now();
+  const expected = runModel(scenario, startMs);
+  const observed = await runThroughGateway(scenario, startMs);
+  const diffs = differences(expected, observed);
+  if (env.VITE_CONTRACT_FUZZ_TRACE !== undefined) console.log(`scenario of ${scenario.steps.length} steps: ${Date.now() - startMs} ms${diffs.length === 0 ? "" : `\n  ${diffs.join("\n  ")}`}`);
+  return diffs;
+}
+
+async function expectAgreement(scenario: Scenario): Promise<void> {
+  expect(await disagreements(scenario)).toEqual([]);
+}
+
+describe("the gateway against the contract's model", () => {
+  it(`agrees on ${RUNS} random configs and request sequences (seed ${SEED})`, { timeout: 60 * 60_000 }, async () => {
+    await fc.assert(
+      fc.asyncProperty(scenarioArb, async (scenario) => {
+        const diffs = await disagreements(scenario);
+        if (diffs.length > 0) throw new Error(`${diffs.join("\n")}\n\nAs a test (paste into ${"test/integration/contract-fuzz.test.ts"}):\n${asTest(scenario, diffs)}`);
+      }),
+      // VITE_CONTRACT_FUZZ_SHRINK=0 (npm run fuzz -- --no-shrink) reports the first failing case as found.
+      { numRuns: RUNS, seed: SEED, endOnFailure: env.VITE_CONTRACT_FUZZ_SHRINK === "0" },
+    );
+  });
+});
+
+describe("pinned cases (a failing case the fuzz prints goes here)", () => {
+  it("agrees on a store route spelled with an escaped letter", async () => {
+    await expectAgreement({
+      config: { mode: "enforce", categories: { upload: { limits: { key: [{ count: 1, window_s: 60 }] } } }, routes: [{ method: "PUT", path: "/objects/:object", quota: "store", charges: { upload: 1 } }] },
+      tenants: [
+        { name: "t0", org: null, quota: { bytes: { hard: 10 } } },
+        { name: "t1", org: null, quota: null },
+      ],
+      keys: [
+        { name: "kA", tenant: "t0" },
+        { name: "kB", tenant: "t0" },
+      ],
+      budgets: [],
+      steps: [
+        { kind: "send", requests: [{ method: "PUT", path: "/%6Fbjects/a", credential: "kA", bodyBytes: 4, hangUp: false, origin: { status: 200, cost: null, delayMs: 0 } }] },
+        { kind: "send", requests: [{ method: "PUT", path: "//OBJECTS/b/", credential: "kA", bodyBytes: 4, hangUp: false, origin: { status: 200, cost: null, delayMs: 0 } }] },
+      ],
+    });
+  });
+});

@@ -1,0 +1,98 @@
+// Budgets as the contract states them: a calendar-period cap per owner and
+// category (day, month, all UTC; `none` for credits that never reset),
+// reserved all or nothing before the forward and settled after the answer
+// (debt above the reserve, refund below it). A spent budget refuses even a
+// spend of 0 (a zero reserve is still budgeted). After a refusal the
+// isolate refuses that budget on its own, without asking, until the period
+// resets or for `exhausted_cache_s`, whichever comes first.
+import type { BudgetSpec } from "./scenario";
+
+export const DEFAULT_EXHAUSTED_CACHE_MS = 5000;
+const DAY_MS = 86_400_000;
+
+/** When the period holding `nowMs` ends (Unix ms), or null for credits. */
+export function periodEndMs(period: BudgetSpec["period"], nowMs: number): number | null {
+  if (period === "none") return null;
+  if (period === "day") return (Math.floor(nowMs / DAY_MS) + 1) * DAY_MS;
+  const d = new Date(nowMs);
+  return Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + 1, 1);
+}
+
+export interface ModelBudget {
+  readonly id: string;
+  readonly owner: string;
+  readonly category: string;
+  readonly amount: number;
+  readonly period: BudgetSpec["period"];
+  used: number;
+  /** End of the period `used` belongs to. */
+  endsAtMs: number | null;
+  /** This isolate refuses the budget without asking until then (its last refusal). */
+  refusedUntilMs: number;
+}
+
+export type BudgetRefusal = { code: "budget_exhausted" | "credits_exhausted"; retryAfterS: number | null; budget: ModelBudget };
+
+export class ModelBudgets {
+  readonly all: ModelBudget[] = [];
+
+  add(id: string, owner: string, spec: BudgetSpec, nowMs: number): void {
+    this.all.push({ id, owner, category: spec.category, amount: spec.amount, period: spec.period, used: 0, endsAtMs: periodEndMs(spec.period, nowMs), refusedUntilMs: -Infinity });
+  }
+
+  #roll(b: ModelBudget, nowMs: number): void {
+    if (b.endsAtMs !== null && nowMs >= b.endsAtMs) {
+      b.used = 0;
+      b.endsAtMs = periodEndMs(b.period, nowMs);
+    }
+  }
+
+  /** The budgets of `category` that apply to `owners`. */
+  applying(owners: readonly string[], category: string): ModelBudget[] {
+    return this.all.filter((b) => b.category === category && owners.includes(b.owner));
+  }
+
+  #refusal(b: ModelBudget, nowMs: number): BudgetRefusal {
+    return b.period === "none"
+      ? { code: "credits_exhausted", retryAfterS: null, budget: b }
+      : { code: "budget_exhausted", retryAfterS: Math.ceil((b.endsAtMs! - nowMs) / 1000), budget: b };
+  }
+
+  /** Refusals this isolate makes on its own, without asking (after an earlier refusal). */
+  cachedRefusals(spends: readonly { budget: ModelBudget; units: number }[], nowMs: number): BudgetRefusal[] {
+    return spends.filter(({ budget }) => nowMs < budget.refusedUntilMs && (budget.endsAtMs === null || nowMs < budget.endsAtMs)).map(({ budget }) => this.#refusal(budget, nowMs));
+  }
+
+  /**
+   * Reserves every spend or none at the owners' objects; `forced` (shadow)
+   * records them all the same. Returns the refusals (empty: reserved).
+   */
+  reserve(spends: readonly { budget: ModelBudget; units: number }[], nowMs: number, forced: boolean): BudgetRefusal[] {
+    const refusals: BudgetRefusal[] = [];
+    for (const { budget, units } of spends) {
+      this.#roll(budget, nowMs);
+      const fits = units === 0 ? budget.used < budget.amount : budget.used + units <= budget.amount;
+      if (!fits) refusals.push(this.#refusal(budget, nowMs));
+    }
+    if (refusals.length === 0 || forced) for (const { budget, units } of spends) budget.used += units;
+    return refusals;
+  }
+
+  /** Remembers a refusal for `cacheMs`, for the budgets that refused. */
+  remember(refusals: readonly BudgetRefusal[], nowMs: number, cacheMs: number): void {
+    for (const r of refusals) r.budget.refusedUntilMs = nowMs + cacheMs;
+  }
+
+  /** Settles `units` more (debt, unconditional) or fewer (a refund) on a budget reserved at `reservedEndsAtMs`. */
+  settle(budget: ModelBudget, units: number, reservedEndsAtMs: number | null, nowMs: number): void {
+    this.#roll(budget, nowMs);
+    // A settlement of a reservation made in an earlier period changes nothing of this one's.
+    if (budget.endsAtMs !== reservedEndsAtMs) return;
+    budget.used = Math.max(0, budget.used + units);
+  }
+
+  usedNow(budget: ModelBudget, nowMs: number): number {
+    this.#roll(budget, nowMs);
+    return budget.used;
+  }
+}
