@@ -229,3 +229,12 @@ export function boundValue(bind: Pick<DocBind, "field" | "json">, printed: strin
   const found = bind.json ? new RegExp(`"${escapeRegExp(bind.field)}":\\s*"?([^",}\\s]+)`).exec(text) : new RegExp(`^${escapeRegExp(bind.field)}\\s+(\\S+)\\s*$`, "m").exec(text);
   return found?.[1] ?? null;
 }
+
+/** The first fenced block under a heading (`## Quick start`): an output a page shows without a shell block of its own before it. */
+export function firstFenceUnder(markdown: string, heading: string): string | null {
+  const lines = markdown.split("\n");
+  const at = lines.findIndex((line) => line.trim() === heading);
+  if (at === -1) return null;
+  const fence = fencesOf(lines).find((f) => f.open > at);
+  return fence === undefined ? null : fence.text;
+}

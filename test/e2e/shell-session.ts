@@ -22,7 +22,8 @@ export class ShellSession {
   #count = 0;
   #waiting: ((text: string) => void) | null = null;
 
-  constructor(cwd: string, env: Record<string, string>) {
+  /** `init` runs first, silently (shell functions the blocks may call). */
+  constructor(cwd: string, env: Record<string, string>, init = "") {
     this.#bash = spawn("bash", ["--noprofile", "--norc"], { cwd, env, stdio: ["pipe", "pipe", "pipe"] });
     const take = (chunk: Buffer) => {
       this.#buffer += chunk.toString("utf8");
@@ -30,7 +31,7 @@ export class ShellSession {
     };
     this.#bash.stdout.on("data", take);
     this.#bash.stderr.on("data", take);
-    this.#bash.stdin.write("exec 2>&1\n");
+    this.#bash.stdin.write(`${init}\nexec 2>&1\n`);
   }
 
   #deliver(): void {
