@@ -9,7 +9,7 @@ import { CONSOLE_BASE, createConsoleApp } from "./console/serve";
 import type { Bindings } from "./exchange";
 import { problem } from "./errors";
 import { errorName, log } from "./log/logger";
-import { healthOf, runtimeFor } from "./runtime";
+import { HEALTH_CONFIG_INVALID, healthOf, reportConfigAtStart, runtimeFor } from "./runtime";
 import type { Background } from "./utils/wait-until";
 
 export const TOLLGATE_PREFIX = "/_tollgate";
@@ -32,7 +32,10 @@ function createControlApp(): Hono<AdminEnv> {
     c.set("runtime", runtimeFor(c.env, backgroundOf(c)));
     await next();
   });
-  app.get(HEALTH_PATH, (c) => c.json(healthOf(c.get("runtime"), c.env), 200, { "cache-control": "no-store" }));
+  app.get(HEALTH_PATH, (c) => {
+    const health = healthOf(c.get("runtime"), c.env);
+    return c.json(health, health.status === HEALTH_CONFIG_INVALID ? 503 : 200, { "cache-control": "no-store" });
+  });
   app.route(ADMIN_BASE, createAdminApp());
   app.route(CONSOLE_BASE, createConsoleApp());
   app.all("*", () => problem("not_found", { detail: "No such gateway path." }));
@@ -50,8 +53,15 @@ function isControlPath(url: string): boolean {
   return pathStart !== -1 && url.startsWith(TOLLGATE_PREFIX, pathStart) && (url.length === pathStart + TOLLGATE_PREFIX.length || "/?".includes(url[pathStart + TOLLGATE_PREFIX.length]!));
 }
 
-/** Needs nothing (each env's runtime is compiled on first use); returns the Worker's fetch: health, admin and console through Hono, every other path through the runtime's gateway. */
-export function createWorker(): { fetch(request: Request, env: Bindings, ctx: Background): Promise<Response> } {
+/**
+ * Needs the env the isolate starts with, if it has one (each env's runtime
+ * is compiled on first use; this one's config is only checked, so a fault
+ * is logged before any request); returns the Worker's fetch: health, admin
+ * and console through Hono, every other path through the runtime's gateway.
+ * @example const worker = createWorker(env); // env from "cloudflare:workers"
+ */
+export function createWorker(startEnv?: Bindings): { fetch(request: Request, env: Bindings, ctx: Background): Promise<Response> } {
+  if (startEnv !== undefined) reportConfigAtStart(startEnv);
   const control = createControlApp();
   return {
     fetch(request, env, ctx) {

@@ -141,20 +141,56 @@ function adminTokensOf(env: Bindings): AdminTokens {
   };
 }
 
-/** Needs the env (TOLLGATE, ORIGIN_URL, the admin secrets) and optionally a clock; returns a new Runtime. Pure of module state; runtimeFor() keeps the last one. */
-export function compileRuntime(env: Bindings, options: RuntimeOptions = {}): Runtime {
+/** What a runtime is compiled from: the parsed TOLLGATE (or its error), ORIGIN_URL, and the upstreams (null while either is invalid). */
+function configPartsOf(env: Bindings): Pick<Runtime, "config" | "configError" | "origin" | "upstreams"> {
   const parsed = parseConfig((env as { TOLLGATE?: unknown }).TOLLGATE);
   const config = parsed.ok ? parsed.config : null;
+  const origin = parseOriginBase(env.ORIGIN_URL);
+  const upstreams = config !== null && origin.ok ? compileUpstreams(origin.base, config.origins, config.routeOrigins, env) : null;
+  return { config, configError: parsed.ok ? null : { field: parsed.field, message: parsed.message }, origin, upstreams };
+}
+
+/** The configuration fault this isolate last logged: the same one is not logged again for every runtime compiled from it. */
+let loggedFault: string | null = null;
+
+/**
+ * Logs what is wrong with the configuration (the field and the reason, never
+ * a value): one line per fault and isolate, so an invalid config shows in
+ * Workers Logs and in the `wrangler dev` terminal, not only in answers.
+ */
+function logConfigFault(fault: { readonly field: string; readonly message: string } | null): void {
+  const key = fault === null ? null : `${fault.field}\n${fault.message}`;
+  if (key === loggedFault) return;
+  loggedFault = key;
+  if (fault === null) return;
+  log.error("config_invalid", {
+    field: fault.field,
+    message: fault.message,
+    effect: "every gateway request answers 500 config_invalid and /_tollgate/health 503 until it is fixed",
+  });
+}
+
+/**
+ * Needs the env the isolate starts with; logs its configuration's fault, if
+ * any, before any request (`wrangler dev` evaluates the Worker as a reload
+ * brings the config in, so the terminal says what is wrong at once). Pure
+ * parsing: nothing is compiled or kept.
+ */
+export function reportConfigAtStart(env: Bindings): void {
+  logConfigFault(configFault(configPartsOf(env)));
+}
+
+/** Needs the env (TOLLGATE, ORIGIN_URL, the admin secrets) and optionally a clock; returns a new Runtime. Pure of module state; runtimeFor() keeps the last one. */
+export function compileRuntime(env: Bindings, options: RuntimeOptions = {}): Runtime {
+  const { config, configError, origin, upstreams } = configPartsOf(env);
   const adminConfig = config ?? builtInConfig();
   const limiter = new LimiterTable(adminConfig.limiterMaxMemoryMib);
   const now = options.clock ?? Date.now;
-  const origin = parseOriginBase(env.ORIGIN_URL);
-  const upstreams = config !== null && origin.ok ? compileUpstreams(origin.base, config.origins, config.routeOrigins, env) : null;
   // The keys' use is written whenever metering is (src/db/usage-meter.ts).
   const keyUsage = new UsageTracker();
   const runtime: Runtime & { gateway: GatewayHandler } = {
     config,
-    configError: parsed.ok ? null : { field: parsed.field, message: parsed.message },
+    configError,
     adminConfig,
     origin,
     upstreams,
@@ -200,6 +236,7 @@ export function compileRuntime(env: Bindings, options: RuntimeOptions = {}): Run
     gateway: null as unknown as GatewayHandler,
   };
   runtime.gateway = compileGateway(runtime);
+  logConfigFault(configFault(runtime));
   return runtime;
 }
 
@@ -239,11 +276,16 @@ export function configFor(env: Bindings): Config | null {
   return parsed.ok ? parsed.config : null;
 }
 
+/** Health's `status` while the configuration (TOLLGATE, ORIGIN_URL, the named origins) is invalid. */
+export const HEALTH_CONFIG_INVALID = "config_invalid";
+
 /** What /_tollgate/health reports beyond `status`: an invalid config, a bad ORIGIN_URL, a disabled admin API, the caller policy's state. */
 export function healthOf(runtime: Runtime, env: Bindings): Record<string, unknown> {
   const out: Record<string, unknown> = { status: "ok" };
   const fault = configFault(runtime);
   if (fault !== null) {
+    // Every gateway request answers 500 now: a probe must not read "ok" (the health route answers 503).
+    out.status = HEALTH_CONFIG_INVALID;
     out.config = "invalid";
     out.error = { field: fault.field, message: fault.message };
   }
@@ -259,6 +301,6 @@ export function healthOf(runtime: Runtime, env: Bindings): Record<string, unknow
   out.policy = policy;
   // The penalty box of this isolate: penalties written, and those past penalty.max_per_minute (not written).
   out.penalties = runtime.penalties.health();
-  if (policy.state === "failing_closed" || policy.state === "failing_open") out.status = "degraded";
+  if (out.status === "ok" && (policy.state === "failing_closed" || policy.state === "failing_open")) out.status = "degraded";
   return out;
 }

@@ -248,8 +248,9 @@ async function waitForHealth(gatewayUrl: string, child: ChildProcess, deadlineMs
     }
     try {
       const res = await fetch(`${gatewayUrl}/_tollgate/health`, { signal: AbortSignal.timeout(2_000) });
-      const health = res.ok ? ((await res.json()) as { config?: string; error?: unknown }) : null;
-      if (health?.config === "invalid") throw new ConfigInvalid(`The gateway's TOLLGATE config is invalid: ${JSON.stringify(health.error)}`);
+      // An invalid config answers 503 with the error.
+      const health = res.ok || res.status === 503 ? ((await res.json()) as { config?: string; error?: unknown }) : null;
+      if (health?.config === "invalid") throw new ConfigInvalid(`The gateway's TOLLGATE config is invalid: ${JSON.stringify(health.error)}\n${output()}`);
       if (health !== null) return;
     } catch (error) {
       if (error instanceof ConfigInvalid) throw error;

@@ -1,7 +1,26 @@
 // The e2e harness itself: the gateway under wrangler dev is healthy, takes
-// the run's admin and auditor tokens, and forwards to the recording origin.
+// the run's admin and auditor tokens, and forwards to the recording origin;
+// one started with an invalid config answers health 503 and says why in
+// wrangler's terminal.
 import { describe, expect, it } from "vitest";
 import { adminCall, gateway, unique } from "./fixture";
+import { startGateway } from "./gateway";
+
+describe("a gateway whose config is invalid", () => {
+  it("answers health 503 config_invalid, and wrangler's terminal shows one line naming the field", async () => {
+    const refused = await startGateway({ tollgate: { max_request_bytes: -1 } }).then(
+      async (gw) => {
+        await gw.stop();
+        return null;
+      },
+      (error: unknown) => (error instanceof Error ? error.message : String(error)),
+    );
+    expect(refused).toContain('The gateway\'s TOLLGATE config is invalid: {"field":"max_request_bytes","message":"must be >= 0"}');
+    const logged = (refused ?? "").split("\n").filter((line) => line.includes('"event":"config_invalid"'));
+    expect(logged).toHaveLength(1);
+    expect(logged[0]).toContain('"field":"max_request_bytes"');
+  }, 240_000);
+});
 
 describe("the e2e gateway", () => {
   it("answers health with status ok", async () => {

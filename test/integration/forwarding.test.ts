@@ -1,6 +1,7 @@
 import { env } from "cloudflare:workers";
-import { describe, expect, it } from "vitest";
-import { callGateway, gatewayRequest, originLog, type OriginSeen, problemOf, sha256Hex, unique } from "../helpers";
+import { describe, expect, it, vi } from "vitest";
+import { createWorker } from "../../src/app";
+import { callGateway, gatewayRequest, originLog, type OriginSeen, problemOf, sha256Hex, unique, uniqueIp } from "../helpers";
 
 const OPEN = { TOLLGATE: { mode: "off" } };
 
@@ -196,16 +197,44 @@ describe("forwarding to the origin", () => {
 });
 
 describe("the gateway's own paths", () => {
+  it("logs one line naming the field and the reason, never a value, when the isolate first meets an invalid config, at start or at its first request", async () => {
+    const lines: string[] = [];
+    const spy = vi.spyOn(console, "error").mockImplementation((line: unknown) => void lines.push(String(line)));
+    try {
+      // A field nobody else's config spells: its fault is this test's alone.
+      const typo = unique("secret_typo").replaceAll("-", "_");
+      const bad = { TOLLGATE: { request_log: "off", [typo]: "hunter2-value" } };
+      const faults = () => lines.filter((l) => l.includes('"event":"config_invalid"'));
+      for (let i = 0; i < 2; i++) {
+        await callGateway(gatewayRequest("/_tollgate/health"), bad);
+        await callGateway(gatewayRequest("/anything", { ip: uniqueIp() }), bad);
+      }
+      expect(faults()).toHaveLength(1);
+      expect(JSON.parse(faults()[0]!)).toMatchObject({ level: "error", event: "config_invalid", field: typo, message: expect.any(String) });
+      expect(faults()[0]).not.toContain("hunter2");
+      // At the isolate's start (the env wrangler dev loads), before any request: another config's fault, logged once.
+      const other = unique("start_typo").replaceAll("-", "_");
+      createWorker({ ...env, TOLLGATE: { [other]: 1 } } as never);
+      createWorker({ ...env, TOLLGATE: { [other]: 1 } } as never);
+      expect(faults()).toHaveLength(2);
+      expect(JSON.parse(faults()[1]!)).toMatchObject({ event: "config_invalid", field: other });
+    } finally {
+      spy.mockRestore();
+    }
+  });
+
   it("answers health with status ok and the default origin", async () => {
     const res = await callGateway(gatewayRequest("/_tollgate/health"));
     expect(res.status).toBe(200);
     expect(await res.json()).toEqual({ status: "ok", origins: { default: { kind: "url", usable: true } }, policy: expect.objectContaining({ on_error: "closed" }) });
   });
 
-  it("says in health when the config is invalid, and refuses gateway requests with config_invalid naming the field", async () => {
+  it("answers health 503 config_invalid with the error when the config is invalid, and refuses gateway requests with config_invalid naming the field", async () => {
     const bad = { TOLLGATE: { mode: "enforce", max_request_bytes: -1 } };
     const health = await callGateway(gatewayRequest("/_tollgate/health"), bad);
-    expect(await health.json()).toEqual({ status: "ok", config: "invalid", error: { field: "max_request_bytes", message: "must be >= 0" }, policy: expect.objectContaining({ on_error: "closed" }) });
+    expect(health.status).toBe(503);
+    expect(health.headers.get("cache-control")).toBe("no-store");
+    expect(await health.json()).toMatchObject({ status: "config_invalid", config: "invalid", error: { field: "max_request_bytes", message: "must be >= 0" } });
     const res = await callGateway(gatewayRequest("/anything", { ip: "203.0.113.18" }), bad);
     expect(res.status).toBe(500);
     const body = await problemOf(res);

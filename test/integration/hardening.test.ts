@@ -149,7 +149,7 @@ describe("a config that validates works (item 7)", () => {
       const body = await problemOf(res);
       expect(body).toMatchObject({ code: "config_invalid", field });
       const health = (await (await callGateway(new Request("http://gateway.test/_tollgate/health"), { TOLLGATE: config })).json()) as Record<string, unknown>;
-      expect(health).toMatchObject({ status: "ok", config: "invalid", error: { field } });
+      expect(health).toMatchObject({ status: "config_invalid", config: "invalid", error: { field } });
     });
   }
 
