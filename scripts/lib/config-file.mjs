@@ -75,35 +75,30 @@ function firstErrorOffset(text) {
     }
     expect('"');
   };
+  /** An object's members or an array's items, from the opening bracket at i to `close`. */
+  const sequence = (close, item) => {
+    i++;
+    space();
+    if (text[i] === close) return void i++;
+    for (;;) {
+      item();
+      space();
+      if (text[i] === ",") i++;
+      else return void expect(close);
+    }
+  };
+  const member = () => {
+    space();
+    string();
+    space();
+    expect(":");
+    value();
+  };
   const value = () => {
     space();
     const ch = text[i];
-    if (ch === "{") {
-      i++;
-      space();
-      if (text[i] === "}") return void i++;
-      for (;;) {
-        space();
-        string();
-        space();
-        expect(":");
-        value();
-        space();
-        if (text[i] === ",") i++;
-        else return void expect("}");
-      }
-    }
-    if (ch === "[") {
-      i++;
-      space();
-      if (text[i] === "]") return void i++;
-      for (;;) {
-        value();
-        space();
-        if (text[i] === ",") i++;
-        else return void expect("]");
-      }
-    }
+    if (ch === "{") return sequence("}", member);
+    if (ch === "[") return sequence("]", value);
     if (ch === '"') return string();
     const literal = /^(?:true|false|null|-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?)/.exec(text.slice(i));
     if (literal === null) fail();
