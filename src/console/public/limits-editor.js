@@ -1,6 +1,7 @@
 // @ts-check
 // Editing limits as rows — category, (for a tenant) whom it applies to, count,
-// window, burst, scope, how long a request may be held — instead of raw JSON. A row keeps every field the
+// window, burst, scope, how long a request may be held, enforced or only
+// tried (shadow) — instead of raw JSON. A row keeps every field the
 // API holds, those the editor has no control for included (a field added to
 // limits later), so saving an unchanged form changes nothing. Reading the rows builds the API's
 // shape (TenantLimits or KeyLimits) and names each input with the dotted path
@@ -9,14 +10,16 @@
 import { el, formatCount } from "./dom.js";
 import { field, input, numberInput, numberOf } from "./forms.js";
 
-/** @typedef {{ count?: number, window_s?: number, burst?: number, scope?: string, delay_max_ms?: number } & Record<string, unknown>} Limit */
+/** @typedef {{ count?: number, window_s?: number, burst?: number, scope?: string, delay_max_ms?: number, shadow?: boolean, penalty?: { after?: number, within_s?: number, block_s?: number } } & Record<string, unknown>} Limit */
 /** @typedef {{ category: string, subject: string | null, limit: Limit }} Row */
 
 const SUBJECT_LABELS = /** @type {Record<string, string>} */ ({ key: "each key", jwt: "each JWT caller", tenant: "the tenant as a whole" });
 /** "" sends no scope: the config's limiter.default_scope applies. */
 const SCOPE_LABELS = /** @type {Record<string, string>} */ ({ "": "config default", isolate: "per isolate", global: "global (all isolates)" });
-/** The fields the editor has a control for; any other field of a stored limit is carried through as it is. */
-const EDITED_FIELDS = new Set(["count", "window_s", "burst", "scope", "delay_max_ms"]);
+/** "" sends no `shadow`: the limit is enforced. */
+const SHADOW_LABELS = /** @type {Record<string, string>} */ ({ "": "no", true: "yes" });
+/** The fields the editor has a control for; any other field of a stored limit (a penalty) is carried through as it is. */
+const EDITED_FIELDS = new Set(["count", "window_s", "burst", "scope", "delay_max_ms", "shadow"]);
 /** The number fields of a row, in the order they show. */
 const NUMBER_FIELDS = /** @type {const} */ (["count", "window_s", "burst", "delay_max_ms"]);
 
@@ -64,8 +67,18 @@ export function describeLimits(limits, tenantShape) {
   const rows = rowsOf(limits, tenantShape);
   if (rows.length === 0) return "defaults";
   return rows
-    .map(({ category, subject, limit }) => `${category}${subject === null ? "" : ` (${subject})`}: ${limit.count ?? "?"} per ${limit.window_s ?? "?"} s${limit.burst === undefined ? "" : `, burst ${limit.burst}`}${limit.scope === undefined ? "" : `, ${limit.scope}`}${heldText(limit.delay_max_ms)}`)
+    .map(({ category, subject, limit }) => `${category}${subject === null ? "" : ` (${subject})`}: ${limit.count ?? "?"} per ${limit.window_s ?? "?"} s${limit.burst === undefined ? "" : `, burst ${limit.burst}`}${limit.scope === undefined ? "" : `, ${limit.scope}`}${heldText(limit.delay_max_ms)}${penaltyText(limit.penalty)}${limit.shadow === true ? ", shadow" : ""}`)
     .join("; ");
+}
+
+/**
+ * `, penalty: 5 refusals in 60 s block 300 s` for a limit with a penalty box; "" otherwise.
+ * @param {unknown} penalty
+ */
+export function penaltyText(penalty) {
+  if (typeof penalty !== "object" || penalty === null) return "";
+  const p = /** @type {{ after?: unknown, within_s?: unknown, block_s?: unknown }} */ (penalty);
+  return `, penalty: ${String(p.after)} refusals in ${String(p.within_s)} s block ${String(p.block_s)} s`;
 }
 
 /**
@@ -90,6 +103,7 @@ export function limitsEditor(settings) {
     el("legend", {}, settings.legend ?? "Rate limits"),
     el("p", { class: "hint" }, settings.tenantShape ? "Per category: for each key, each JWT caller, or the tenant as a whole. No rows: the configured defaults." : "Per category, at most 3 each; all must fit."),
     el("p", { class: "hint" }, "Hold up to: a request over the limit whose wait is at most this many ms (up to 10,000) is held and forwarded when the limit allows, instead of refused 429. Empty: refuse."),
+    el("p", { class: "hint" }, "Shadow: a limit tried, not enforced: kept as if enforced but never refuses; what it would refuse goes on, marked, and shows under Traffic. Add it beside the limits in force; set Shadow to no to switch it on from the state it kept. A limit's penalty (set with the API or CLI) is kept as it is."),
     el("p", { class: "hint" }, "Charging a category only when the origin answers certain statuses (charge_on_status, say 4xx for failed logins) is a route's setting in the config, not a limit's: Explain lists the routes that do."),
     list,
     addButton,
@@ -109,6 +123,7 @@ export function limitsEditor(settings) {
     const burst = numberInput("burst", { value: row?.limit.burst ?? "", placeholder: "= count" });
     const delay = numberInput("delay_max_ms", { value: row?.limit.delay_max_ms ?? "", placeholder: "refuse", min: 0, max: 10000 });
     const scope = el("select", { name: "scope" }, options(SCOPE_LABELS, typeof row?.limit.scope === "string" ? row.limit.scope : ""));
+    const shadow = el("select", { name: "shadow" }, options(SHADOW_LABELS, row?.limit.shadow === true ? "true" : ""));
     const item = el(
       "div",
       { class: settings.tenantShape ? "limit-row by-subject" : "limit-row" },
@@ -119,6 +134,7 @@ export function limitsEditor(settings) {
       field("Burst", burst),
       el("div", { class: "field-wide" }, field("Scope", scope)),
       field("Hold up to (ms)", delay),
+      field("Shadow", shadow),
     );
     /** The stored limit's other fields, written back unchanged. */
     const extra = Object.fromEntries(Object.entries(row?.limit ?? {}).filter(([name]) => !EDITED_FIELDS.has(name)));
@@ -158,6 +174,9 @@ export function limitsEditor(settings) {
         const scope = get("scope");
         scope.dataset.field = `${path}.scope`;
         if (scope.value !== "") limit.scope = scope.value;
+        const shadow = get("shadow");
+        shadow.dataset.field = `${path}.shadow`;
+        if (shadow.value === "true") limit.shadow = true;
         get("category").dataset.field = `limits.${category}`;
         entries.push(limit);
       }

@@ -144,6 +144,11 @@ export function activeBadge(active) {
   return el("span", { class: active ? "badge ok" : "badge muted" }, active ? "active" : "expired");
 }
 
+/** The badge of a shadow policy (a limit, override or block tried, refusing nothing). */
+export function shadowBadge() {
+  return el("span", { class: "badge shadow", title: "Shadow: tried, refusing nothing" }, "shadow");
+}
+
 /**
  * A text field that offers the names the API knows (a `<datalist>`, filled
  * from the first page of `/tenants` or `/orgs` once the page shows), so an

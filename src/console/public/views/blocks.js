@@ -1,28 +1,37 @@
 // @ts-check
 // #/blocks: callers, tenants and networks refused with 403 `blocked` before
 // any other check, optionally until a time, with a reason. Blocking a target
-// again replaces its expiry and reason.
+// again replaces its expiry and reason. A shadow block refuses nothing (what
+// it would refuse shows under Traffic); a penalty is a block a limit's
+// penalty box imposed (reason penalty:<policy>), removed like any other.
 import { seg } from "../api.js";
 import { el, table, time } from "../dom.js";
 import { confirmedButton, expiryField, field, input, onSubmit, writeForm } from "../forms.js";
-import { activeBadge, link, page, pager, section } from "../view.js";
+import { activeBadge, link, page, pager, section, shadowBadge } from "../view.js";
 
-/** @typedef {{ id: number, target: string, expires_at: string | null, reason: string | null, created_at: string, active: boolean }} Block */
+/** @typedef {{ id: number, target: string, expires_at: string | null, reason: string | null, created_at: string, active: boolean, shadow?: boolean, penalty?: string | null }} Block */
 
 /** @param {import("../view.js").ViewContext} ctx */
 function blockForm(ctx) {
   const target = input("target", { required: true, placeholder: "ip:203.0.113.7 or net:203.0.113.0/24" });
   const expiry = expiryField("1d");
   const reason = input("reason", { maxlength: 256 });
+  const shadow = el("select", { name: "shadow" }, el("option", { value: "false" }, "enforced: refuse"), el("option", { value: "true" }, "shadow: only mark and count"));
   const form = writeForm(
     { legend: "Block a caller, tenant or network", canWrite: ctx.canWrite, submit: "Block" },
     field("Target", target, { field: "target", hint: "ip:<address>, net:<CIDR>, key:<id>, jwt:<64 hex> or tenant:<slug>." }),
-    el("div", { class: "row" }, expiry.element, field("Reason", reason, { field: "reason", hint: "Optional; shown in this list and the audit log." })),
+    el(
+      "div",
+      { class: "row" },
+      expiry.element,
+      field("Reason", reason, { field: "reason", hint: "Optional; shown in this list and the audit log." }),
+      field("Shadow", shadow, { field: "shadow", hint: "Shadow: what it would refuse goes on, marked, and shows under Traffic." }),
+    ),
   );
   onSubmit(form, async () => {
     const reasonText = reason.value.trim();
-    const block = await ctx.api.post("/blocks", { target: target.value.trim(), expires_at: expiry.read(), reason: reasonText === "" ? null : reasonText });
-    ctx.reload(`Blocked ${block.target}.`);
+    const block = await ctx.api.post("/blocks", { target: target.value.trim(), expires_at: expiry.read(), reason: reasonText === "" ? null : reasonText, shadow: shadow.value === "true" });
+    ctx.reload(`${block.shadow ? "Shadow-blocked" : "Blocked"} ${block.target}.`);
   });
   return form;
 }
@@ -60,7 +69,16 @@ export async function blocksView(ctx) {
   const answer = await ctx.api.get("/blocks", { cursor });
   /** @type {Block[]} */
   const blocks = answer.blocks;
-  const rows = blocks.map((b) => [String(b.id), targetCell(b.target), time(b.expires_at), b.reason ?? "—", activeBadge(b.active), time(b.created_at), removeButton(ctx, b)]);
+  const rows = blocks.map((b) => [
+    String(b.id),
+    targetCell(b.target),
+    time(b.expires_at),
+    typeof b.penalty === "string" ? el("span", {}, el("span", { class: "badge warn" }, "penalty"), " ", el("code", {}, b.penalty)) : (b.reason ?? "—"),
+    // One element: a phone's card lays each of a cell's children out as a grid item.
+    b.shadow === true ? el("span", {}, activeBadge(b.active), " ", shadowBadge()) : activeBadge(b.active),
+    time(b.created_at),
+    removeButton(ctx, b),
+  ]);
   ctx.show(
     page(
       ctx,

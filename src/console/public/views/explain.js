@@ -6,12 +6,12 @@
 import { seg } from "../api.js";
 import { el, formatCount, table, time } from "../dom.js";
 import { confirmedButton, field, input } from "../forms.js";
-import { describeLimits, heldText } from "../limits-editor.js";
-import { activeBadge, link, page, refused, searchForm, section, valueOf } from "../view.js";
+import { describeLimits, heldText, penaltyText } from "../limits-editor.js";
+import { activeBadge, link, page, refused, searchForm, section, shadowBadge, valueOf } from "../view.js";
 
 /**
  * @typedef {{ category: string, subject: string, source: string, scope: string,
- *   limit: { count: number, window_s: number, burst?: number, delay_max_ms?: number }, remaining: number, reset_ms: number }} Applied
+ *   limit: { count: number, window_s: number, burst?: number, delay_max_ms?: number, penalty?: object }, remaining: number, reset_ms: number, shadow?: boolean }} Applied
  */
 /** @typedef {{ route: string | null, charges: Record<string, number>, charge_on_status: Array<number | string> }} StatusCharge */
 
@@ -34,8 +34,10 @@ function duration(ms) {
 
 /** @param {Applied} applied */
 function limitText(applied) {
-  const { count, window_s: windowS, burst, delay_max_ms: delayMaxMs } = applied.limit;
-  return `${formatCount(count)} per ${windowS} s${burst === undefined ? "" : `, burst ${formatCount(burst)}`}${heldText(delayMaxMs)}`;
+  const { count, window_s: windowS, burst, delay_max_ms: delayMaxMs, penalty } = applied.limit;
+  const text = `${formatCount(count)} per ${windowS} s${burst === undefined ? "" : `, burst ${formatCount(burst)}`}${heldText(delayMaxMs)}${penaltyText(penalty)}`;
+  // A shadow limit is kept as if enforced, and refuses nothing.
+  return applied.shadow === true ? el("span", {}, text, " ", shadowBadge()) : text;
 }
 
 /**
@@ -83,7 +85,17 @@ function explanation(ctx, answer) {
     {},
     block === null || block === undefined
       ? el("p", { class: "notice" }, "Not blocked.")
-      : el("p", { class: "notice error" }, "Blocked: ", el("code", {}, block.target), " · ", activeBadge(block.active), " · until ", block.expires_at === null ? "removed" : time(block.expires_at), block.reason === null ? "" : ` · ${block.reason}`),
+      : el(
+          "p",
+          { class: block.shadow === true ? "notice" : "notice error" },
+          block.shadow === true ? "Shadow-blocked (refuses nothing): " : typeof block.penalty === "string" ? "Blocked by the penalty of a limit: " : "Blocked: ",
+          el("code", {}, block.target),
+          " · ",
+          activeBadge(block.active),
+          " · until ",
+          block.expires_at === null ? "removed" : time(block.expires_at),
+          block.reason === null ? "" : ` · ${block.reason}`,
+        ),
     el("p", { class: "meta" }, "Tenant: ", answer.tenant === null ? "none" : link(answer.tenant, `tenants/${encodeURIComponent(answer.tenant)}`)),
     section(
       "Limits that apply",
@@ -94,7 +106,7 @@ function explanation(ctx, answer) {
       "Override",
       override === null || override === undefined
         ? el("p", {}, "None.")
-        : el("p", {}, describeLimits(override.limits, false), " · ", activeBadge(override.active), " · ", override.expires_at === null ? "no expiry" : el("span", {}, "until ", time(override.expires_at)), override.reason === null ? "" : ` · ${override.reason}`),
+        : el("p", {}, describeLimits(override.limits, false), " · ", activeBadge(override.active), override.shadow === true ? [" ", shadowBadge()] : null, " · ", override.expires_at === null ? "no expiry" : el("span", {}, "until ", time(override.expires_at)), override.reason === null ? "" : ` · ${override.reason}`),
     ),
     section(
       "Charged by the origin's answer",

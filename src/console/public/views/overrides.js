@@ -1,14 +1,15 @@
 // @ts-check
 // #/overrides: limits for one caller (`ip:…`, `key:…`, `jwt:…`) that win over
 // every other source while active, optionally until a time, with a reason.
-// Setting one for a caller that has one replaces it.
+// Setting one for a caller that has one replaces it. A shadow override is
+// tried beside the limits the caller has without it, which stay enforced.
 import { ApiError, seg } from "../api.js";
 import { el, table, time } from "../dom.js";
 import { confirmedButton, expiryField, field, input, onSubmit, writeForm } from "../forms.js";
 import { describeLimits, limitsEditor } from "../limits-editor.js";
-import { activeBadge, link, page, pager, section } from "../view.js";
+import { activeBadge, link, page, pager, section, shadowBadge } from "../view.js";
 
-/** @typedef {{ caller_key: string, limits: unknown, expires_at: string | null, reason: string | null, active: boolean, updated_at: string }} Override */
+/** @typedef {{ caller_key: string, limits: unknown, expires_at: string | null, reason: string | null, active: boolean, updated_at: string, shadow?: boolean }} Override */
 
 /** @param {import("../view.js").ViewContext} ctx */
 function setForm(ctx) {
@@ -16,17 +17,24 @@ function setForm(ctx) {
   const limits = limitsEditor({ tenantShape: false, legend: "Limits for this caller" });
   const expiry = expiryField("1h");
   const reason = input("reason", { maxlength: 256 });
+  const shadow = el("select", { name: "shadow" }, el("option", { value: "" }, "as each limit says"), el("option", { value: "true" }, "shadow: try the whole override"), el("option", { value: "false" }, "enforce every limit"));
   const form = writeForm(
     { legend: "Set an override", canWrite: ctx.canWrite, submit: "Set override" },
     field("Caller key", caller, { field: "caller_key", hint: "ip:<address> (IPv6: its /64), key:<id> or jwt:<64 hex>." }),
     limits.element,
-    el("div", { class: "row" }, expiry.element, field("Reason", reason, { field: "reason", hint: "Optional; shown in this list and the audit log." })),
+    el(
+      "div",
+      { class: "row" },
+      expiry.element,
+      field("Reason", reason, { field: "reason", hint: "Optional; shown in this list and the audit log." }),
+      field("Shadow", shadow, { field: "shadow", hint: "Shadow: tried beside the caller's limits in force, which stay enforced; Traffic shows whom it would refuse." }),
+    ),
   );
   onSubmit(form, async () => {
     const key = caller.value.trim();
     if (key === "") throw new ApiError(400, { code: "invalid_request", field: "caller_key", detail: "caller_key: must not be empty" });
     const reasonText = reason.value.trim();
-    await ctx.api.put(`/overrides/${seg(key)}`, { limits: limits.read(), expires_at: expiry.read(), reason: reasonText === "" ? null : reasonText });
+    await ctx.api.put(`/overrides/${seg(key)}`, { limits: limits.read(), expires_at: expiry.read(), reason: reasonText === "" ? null : reasonText, ...(shadow.value === "" ? {} : { shadow: shadow.value === "true" }) });
     ctx.reload(`Override for ${key} set.`);
   });
   return form;
@@ -62,7 +70,7 @@ export async function overridesView(ctx) {
     describeLimits(o.limits, false),
     time(o.expires_at),
     o.reason ?? "—",
-    activeBadge(o.active),
+    o.shadow === true ? el("span", {}, activeBadge(o.active), " ", shadowBadge()) : activeBadge(o.active),
     time(o.updated_at),
     removeButton(ctx, o),
   ]);

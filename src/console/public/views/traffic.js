@@ -3,8 +3,9 @@
 // per minute by decision for the last hour and (in ten-minute steps) the
 // last day, from GET /traffic, for all tenants or one (`anonymous` for
 // requests without one); the callers refused most in the last hour, each
-// linking to its explanation; and the recent alerts with their delivery
-// state and every attempt. Reading flushes the answering isolate's counts
+// linking to its explanation; what each shadow policy (a limit, budget or
+// block tried with `shadow: true`) would have refused in the last hour, and
+// whom; and the recent alerts with their delivery state and every attempt. Reading flushes the answering isolate's counts
 // first, so the last minute is there; other isolates' arrive with their
 // next flush.
 import { detailFields, rawJson } from "../detail-fields.js";
@@ -16,6 +17,8 @@ import { link, page, refused, searchForm, section, valueOf } from "../view.js";
 /** @typedef {{ minute: string, admitted: number, refused: number, decisions: Record<string, number> }} Minute */
 /** @typedef {{ from: string, to: string, minutes: Minute[] }} Series */
 /** @typedef {{ caller: string, tenant: string | null, refused: number, overcount_at_most: number }} Refused */
+/** @typedef {{ caller: string, tenant: string | null, would_refuse: number, overcount_at_most: number }} ShadowCaller */
+/** @typedef {{ policy: string, would_refuse: number, decisions: Record<string, number>, tenants: Record<string, number>, callers: ShadowCaller[] }} ShadowPolicy */
 /** @typedef {{ attempt: number, at: string, outcome: string, status: number | null }} Attempt */
 /** @typedef {{ id: string, type: string, at: string, tenant: string | null, state: string, attempts: Attempt[], body: any }} Alert */
 /** @typedef {import("../traffic-chart.js").Slot} Slot */
@@ -111,6 +114,29 @@ function topRefusedTable(callers) {
   return table("Callers refused most in the last hour", ["Caller (explain)", "Tenant", "Refused", "Overcount"], rows, "No caller refused in the last hour.");
 }
 
+/**
+ * Each shadow policy with what it would have refused (by code and tenant) and
+ * the callers it would have refused most, each linking to its explanation.
+ * @param {ReadonlyArray<ShadowPolicy>} policies
+ */
+function shadowTable(policies) {
+  const rows = policies.map((p) => [
+    el("code", {}, p.policy),
+    formatCount(p.would_refuse),
+    Object.entries(p.decisions).map(([code, n]) => `${code} ${formatCount(n)}`).join(", "),
+    // One element: a phone's card lays each of a cell's children out as a grid item.
+    el("span", {}, Object.entries(p.tenants).map(([t, n]) => [t === "anonymous" ? t : link(t, "traffic", { tenant: t }), ` ${formatCount(n)}`]).flatMap((part, i) => (i === 0 ? part : [", ", ...part]))),
+    p.callers.length === 0
+      ? "—"
+      : el(
+          "ol",
+          { class: "shadow-callers" },
+          p.callers.map((c) => el("li", {}, link(c.caller, "explain", { caller: c.caller }), ` ${formatCount(c.would_refuse)}${c.overcount_at_most === 0 ? "" : ` (over by up to ${formatCount(c.overcount_at_most)})`}`)),
+        ),
+  ]);
+  return table("Shadow policies, last hour", ["Policy", "Would refuse", "As", "By tenant", "Callers, most first (explain)"], rows, "No shadow policy would have refused anything in the last hour.");
+}
+
 /** @param {Attempt} a */
 function attemptText(a) {
   return `#${a.attempt} ${clockLabel(Date.parse(a.at))} UTC · ${a.outcome}`;
@@ -144,7 +170,7 @@ export async function trafficView(ctx) {
   );
   const title = tenant === "" ? "Traffic" : `Traffic of ${tenant}`;
   const nowMs = Date.now();
-  /** @type {[Series, Series, { callers: Refused[] }, { alerts: Alert[] }]} */
+  /** @type {[Series, Series, { callers: Refused[] }, { alerts: Alert[] }, { policies: ShadowPolicy[] }]} */
   let answers;
   try {
     const scope = tenant === "" ? undefined : tenant;
@@ -156,13 +182,14 @@ export async function trafficView(ctx) {
         ctx.api.get("/traffic", { from: new Date(nowMs - DAY_MS).toISOString(), to: new Date(nowMs).toISOString(), tenant: scope }),
         ctx.api.get("/traffic/top-refused", { minutes: String(TOP_REFUSED_MINUTES) }),
         ctx.api.get("/alerts", { limit: String(ALERTS_SHOWN) }),
+        ctx.api.get("/traffic/shadow", { minutes: String(TOP_REFUSED_MINUTES) }),
       ])),
     ];
   } catch (error) {
     if (refused(ctx, title, form, error)) return;
     throw error;
   }
-  const [hour, day, top, alerts] = answers;
+  const [hour, day, top, alerts, shadow] = answers;
   ctx.show(
     page(
       ctx,
@@ -182,6 +209,11 @@ export async function trafficView(ctx) {
         "Callers refused most, last hour",
         el("p", { class: "hint" }, "Across all tenants. Each isolate keeps its 64 most refused callers a minute, so a count may be over by at most what is shown. An address appears only as its digest (hmac:…), which explain accepts."),
         topRefusedTable(top.callers),
+      ),
+      section(
+        "Shadow policies, last hour",
+        el("p", { class: "hint" }, "Limits, budgets and blocks tried with shadow: they refuse nothing; this is what each would have refused, and whom. Across all tenants. Switch one on by setting it again without shadow: it enforces from the state it kept."),
+        shadowTable(shadow.policies),
       ),
       section("Recent alerts", alertsTable(alerts.alerts)),
     ),
