@@ -166,7 +166,10 @@ export async function runThroughGateway(scenario: Scenario, startMs: number): Pr
   const answers: ObservedAnswer[] = [];
   for (const [index, step] of scenario.steps.entries()) {
     if (step.kind === "advance") clock.nowMs += step.ms;
-    else answers.push(...(await withinTime(Promise.all(step.requests.map(call)), `step ${index}`)));
+    else if (step.kind === "topup") {
+      const b = scenario.budgets[step.budget];
+      if (b?.period === "none") await admin("POST", `${ownerPath(b.owner)}/budgets/${b.category}/topups`, { amount: step.amount, reason: "contract fuzz" });
+    } else answers.push(...(await withinTime(Promise.all(step.requests.map(call)), `step ${index}`)));
   }
 
   const originPaths = (await originLog(tag)).map((seen) => seen.path).sort();

@@ -22,7 +22,7 @@ export interface ModelBudget {
   readonly id: string;
   readonly owner: string;
   readonly category: string;
-  readonly amount: number;
+  amount: number;
   readonly period: BudgetSpec["period"];
   used: number;
   /** End of the period `used` belongs to. */
@@ -76,6 +76,12 @@ export class ModelBudgets {
     }
     if (refusals.length === 0 || forced) for (const { budget, units } of spends) budget.used += units;
     return refusals;
+  }
+
+  /** Adds to the credits of a `none` budget; a budget with a period is left alone. */
+  topUp(index: number, units: number): void {
+    const budget = this.all[index];
+    if (budget?.period === "none") budget.amount += units;
   }
 
   /** Remembers a refusal for `cacheMs`, for the budgets that refused. */

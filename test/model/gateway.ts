@@ -180,7 +180,7 @@ export function runModel(scenario: Scenario, startMs: number, options: { exhaust
   };
 
   /** Path, credential and route: nothing is charged yet. */
-  const prepare = (spec: RequestSpec, at: string): Member => {
+  const prepare = (spec: RequestSpec, at: string, lookedUp: Set<string>): Member => {
     const answer: ExpectedAnswer = { at, hangUp: spec.hangUp, shapes: [], shadow: [], forwardedPath: null, retryAfterMs: null, violated: null, policies: null, figures: null };
     const m: Member = { spec, answer, caller: null, route: null, done: false, spends: [], charged: false, budgetSpends: [], budgetsTaken: false, reservation: null, forwardedPath: null, waitsForLookup: false };
     const path = normalise(spec.path, config.allow_path_parameters === true);
@@ -196,10 +196,10 @@ export function runModel(scenario: Scenario, startMs: number, options: { exhaust
     }
     m.caller = caller;
     if (caller.kind === "key") {
-      // A key not looked up within cache_ttl_s waits for its lookup; the others go on in the same turn.
+      // A key not looked up within cache_ttl_s waits for its lookup (one for the whole burst); the others go on in the same turn.
       const loadedAtMs = keyLoadedAtMs.get(caller.name);
       m.waitsForLookup = loadedAtMs === undefined || nowMs - loadedAtMs >= KEY_CACHE_TTL_MS;
-      if (m.waitsForLookup) keyLoadedAtMs.set(caller.name, nowMs);
+      if (m.waitsForLookup) lookedUp.add(caller.name);
     }
     seenCallers.add(caller.name);
     if (caller.tenant !== null) seenCallers.add(caller.tenant);
@@ -297,11 +297,12 @@ export function runModel(scenario: Scenario, startMs: number, options: { exhaust
     }
     const priced = route?.response_charge;
     if (priced !== undefined && cost !== null) {
-      // The reserve was taken (or, in shadow mode past a limit, would have been): the difference settles.
-      const delta = m.charged ? cost - priced.reserve : cost;
+      // The difference from the reserve settles. A request shadow mode lets past a limit charged the
+      // limits nothing (kept as if enforced), so they settle nothing; its budgets settle the cost.
+      const delta = cost - priced.reserve;
       const spends = m.spends.filter((s) => s.category === priced.category);
-      if (delta > 0) limiter.debt(spends.map((s) => ({ ...s, cost: delta })), nowMs);
-      else if (delta < 0) limiter.refund(spends.map((s) => ({ ...s, cost: -delta })), nowMs);
+      if (m.charged && delta > 0) limiter.debt(spends.map((s) => ({ ...s, cost: delta })), nowMs);
+      else if (m.charged && delta < 0) limiter.refund(spends.map((s) => ({ ...s, cost: -delta })), nowMs);
       if (m.budgetsTaken) for (const s of m.budgetSpends.filter((b) => b.category === priced.category)) budgets.settle(s.budget, cost - priced.reserve, s.budget.endsAtMs, nowMs);
     }
     const tenant = m.caller?.tenant ?? null;
@@ -312,7 +313,10 @@ export function runModel(scenario: Scenario, startMs: number, options: { exhaust
     }
     if (route?.quota === "release" && tenant !== null && status >= 200 && status < 300) quotas.get(tenant)!.remove(m.route!.params.object!);
     m.answer.shapes = [{ status, code: null, retryAfterS: null, category: null }];
-    if (checkFigures && route?.charge_on_status === undefined && !(priced !== undefined && priced.reserve === 0)) m.answer.figures = figuresOf(m.spends);
+    // A cost named in a header is known before the answer goes out: its policies and figures include it.
+    const spent = priced === undefined || cost === null ? m.spends : m.spends.map((s) => (s.category === priced.category ? { ...s, cost } : s));
+    m.answer.policies = policiesOf(spent);
+    if (checkFigures && route?.charge_on_status === undefined) m.answer.figures = figuresOf(spent);
   };
 
   scenario.steps.forEach((step, stepIndex) => {
@@ -320,13 +324,21 @@ export function runModel(scenario: Scenario, startMs: number, options: { exhaust
       nowMs += step.ms;
       return;
     }
+    if (step.kind === "topup") {
+      budgets.topUp(step.budget, step.amount);
+      return;
+    }
     const burst = step.requests.length > 1;
-    const members = step.requests.map((spec, i) => prepare(spec, burst ? `step ${stepIndex} #${i}` : `step ${stepIndex}`));
+    const lookedUp = new Set<string>();
+    const members = step.requests.map((spec, i) => prepare(spec, burst ? `step ${stepIndex} #${i}` : `step ${stepIndex}`, lookedUp));
+    for (const name of lookedUp) keyLoadedAtMs.set(name, nowMs);
     // Every admission of a burst runs before any answer: the rate limits in
     // the order sent (those that waited for a key lookup after those that
     // did not), then each budget reserve in that order (refusals this burst
     // makes are remembered for requests sent after it), then sizes and quotas.
-    const admitted = [...members.filter((m) => !m.waitsForLookup), ...members.filter((m) => m.waitsForLookup)];
+    // Which of several requests waiting on one lookup goes on first is the
+    // contract's to leave open; the gateway resumes the last to join first.
+    const admitted = [...members.filter((m) => !m.waitsForLookup), ...members.filter((m) => m.waitsForLookup).reverse()];
     for (const m of admitted) if (!m.done) rateLimit(m);
     const cachedUntil = new Map(budgets.all.map((b) => [b, b.refusedUntilMs]));
     const refusals: BudgetRefusal[] = [];

@@ -87,8 +87,15 @@ export interface RequestSpec {
   origin: OriginAnswer;
 }
 
-/** The held clock moves forward, or requests go out together (one: alone; more: a burst, all sent before any answer). */
-export type Step = { kind: "advance"; ms: number } | { kind: "send"; requests: RequestSpec[] };
+/** The held clock moves forward, requests go out together (one: alone; more: a burst, all sent before any answer), or credits are topped up. */
+export type Step = { kind: "advance"; ms: number } | { kind: "send"; requests: RequestSpec[] } | TopUpStep;
+
+/** An operator tops up the credits of the scenario's `budget`-th budget (nothing when that budget has a period). */
+export interface TopUpStep {
+  kind: "topup";
+  budget: number;
+  amount: number;
+}
 
 export interface Scenario {
   config: ScenarioConfig;
