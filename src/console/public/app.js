@@ -6,6 +6,7 @@
 // HttpOnly session cookie (api.js), and nothing goes to web storage.
 import { ApiError, createApi, endSession, sessionState } from "./api.js";
 import { el, notice } from "./dom.js";
+import { accuracyView } from "./views/accuracy.js";
 import { auditView } from "./views/audit.js";
 import { blocksView } from "./views/blocks.js";
 import { explainView } from "./views/explain.js";
@@ -31,6 +32,7 @@ const ROUTES = /** @type {Record<string, [View, View | null]>} */ ({
   orgs: [orgsView, orgView],
   audit: [auditView, null],
   traffic: [trafficView, null],
+  accuracy: [accuracyView, null],
 });
 const DEFAULT_ROUTE = "tenants";
 
