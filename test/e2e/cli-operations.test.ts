@@ -88,8 +88,8 @@ describe("tollgate overrides ls and put --expires-in --reason", () => {
     expect((await keyed(key)).status).toBe(200);
     expect((await keyed(key)).status).toBe(429);
     const table = ok(await tollgate("overrides", "ls"));
-    expect(table.stdout.split("\n")[0]).toMatch(/^CALLER KEY\s+ACTIVE\s+EXPIRES\s+REASON\s+LIMITS$/);
-    expect(tableRows(table.stdout).find((row) => row[0] === caller)).toEqual([caller, "true", put.expires_at, "ticket 4711", '{"request":[{"count":1,"window_s":60}]}']);
+    expect(table.stdout.split("\n")[0]).toMatch(/^CALLER KEY\s+ACTIVE\s+SHADOW\s+EXPIRES\s+REASON\s+LIMITS$/);
+    expect(tableRows(table.stdout).find((row) => row[0] === caller)).toEqual([caller, "true", "false", put.expires_at, "ticket 4711", '{"request":[{"count":1,"window_s":60}]}']);
     const shown = ok(await tollgate("explain", caller));
     expect(shown.stdout).toMatch(/^override\s+\{"request":\[\{"count":1,"window_s":60\}\]\} \(active\) until \S+ reason: ticket 4711$/m);
     expect(shown.stdout).toMatch(/^request\s+key\s+override\s+isolate\s+1\/60s\s+0\s+\d+$/m);
@@ -129,10 +129,10 @@ describe("tollgate blocks ls|add|rm", () => {
     expect(Date.parse(timed.expires_at) - Date.now()).toBeGreaterThan(3_500_000);
 
     const table = ok(await tollgate("blocks", "ls"));
-    expect(table.stdout.split("\n")[0]).toMatch(/^ID\s+TARGET\s+ACTIVE\s+EXPIRES\s+REASON\s+CREATED$/);
+    expect(table.stdout.split("\n")[0]).toMatch(/^ID\s+TARGET\s+ACTIVE\s+SHADOW\s+EXPIRES\s+REASON\s+CREATED$/);
     const rows = tableRows(table.stdout);
-    expect(rows.find((row) => row[0] === blockId)?.slice(0, 5)).toEqual([blockId, `key:${id}`, "true", "-", "abuse report 12"]);
-    expect(rows.find((row) => row[0] === String(timed.id))?.slice(0, 4)).toEqual([String(timed.id), `tenant:${tenant}`, "true", timed.expires_at]);
+    expect(rows.find((row) => row[0] === blockId)?.slice(0, 6)).toEqual([blockId, `key:${id}`, "true", "false", "-", "abuse report 12"]);
+    expect(rows.find((row) => row[0] === String(timed.id))?.slice(0, 5)).toEqual([String(timed.id), `tenant:${tenant}`, "true", "false", timed.expires_at]);
     const listed = jsonOut<{ blocks: Array<{ id: number }> }>(ok(await tollgate("blocks", "ls", "--json")));
     expect(listed.blocks.map((b) => b.id)).toEqual(expect.arrayContaining([Number(blockId), timed.id]));
 
