@@ -659,7 +659,7 @@ export const MUTANTS = [
     file: "src/limits/size.ts",
     find: "if (size !== null && size > limit) return",
     replace: "if (size !== null && size >= limit) return",
-    tests: ["test/integration/rate-limit.test.ts", "test/integration/forwarding.test.ts", "test/integration/hardening.test.ts"],
+    tests: ["test/integration/request-size.test.ts", "test/integration/hardening.test.ts"],
     breaks: "a body of exactly max_request_bytes is refused 413",
   },
   {

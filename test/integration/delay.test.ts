@@ -162,6 +162,17 @@ describe("delay_max_ms", () => {
     expect((await calls[5]!.response).status).toBe(200);
   });
 
+  it("holds nothing in shadow mode: a request a limit would hold is forwarded at once, marked", async () => {
+    const gateway = await heldGateway({ mode: "shadow", categories: { request: { limits: { ip: [{ count: 1, window_s: 1, delay_max_ms: 1500 }] } } } });
+    const ip = uniqueIp();
+    expect((await gateway.call(gatewayRequest("/shadowed", { ip }))).status).toBe(200);
+    const answer = await gateway.call(gatewayRequest("/shadowed", { ip }));
+    expect(gateway.pendingMs()).toEqual([]);
+    expect(answer.status).toBe(200);
+    expect(answer.headers.get("tollgate-delayed-ms")).toBeNull();
+    expect(answer.headers.get("tollgate-shadow")).toContain("rate_limited");
+  });
+
   it("holds a request whose wait is exactly delay_max_ms", async () => {
     const gateway = await heldGateway({ categories: { request: { limits: { ip: [{ count: 1, window_s: 1, delay_max_ms: 1000 }] } } } });
     const ip = uniqueIp();
