@@ -30,6 +30,8 @@ function answerDifferences(e: ExpectedAnswer, o: ObservedAnswer): string[] {
     const seen = [...((o.body?.["violated-policies"] as string[] | undefined) ?? [])].sort().join(",");
     if (seen !== [...e.violated].sort().join(",")) out.push(`${where}: violated-policies ${seen}, the model says ${[...e.violated].sort().join(",")}`);
   }
+  // A client that hung up never read the answer's headers: its counters are what matter.
+  if (e.hangUp) return out;
   if (e.policies !== null && (o.status < 400 || o.code === "rate_limited")) {
     const seen: Record<string, string> = {};
     for (const m of (o.policy ?? "").matchAll(POLICY_ITEM)) seen[m[1]!.replace(/-\d+$/, "")] = `${m[2]};${m[3] ?? "?"};${m[4] ?? m[2]}`;

@@ -6,7 +6,7 @@
 // --seed S` runs more (scripts/fuzz.mjs).
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { runModel } from "../model/gateway";
+import { possibleOutcomes } from "../model/gateway";
 import type { Scenario } from "../model/scenario";
 import { FAST_CHECK_SEED } from "../fast-check-seed";
 import { scenarioArb } from "./contract-fuzz-cases";
@@ -23,9 +23,10 @@ const SEED = env.VITE_CONTRACT_FUZZ_SEED === undefined ? FAST_CHECK_SEED : Numbe
 /** The model's and the gateway's runs of one scenario, and how they differ. */
 async function disagreements(scenario: Scenario): Promise<string[]> {
   const startMs = Date.now();
-  const expected = runModel(scenario, startMs);
+  const outcomes = possibleOutcomes(scenario, startMs);
   const observed = await runThroughGateway(scenario, startMs);
-  const diffs = differences(expected, observed);
+  // The gateway agrees when it did what one of the outcomes the contract allows says; else the closest one's differences.
+  const diffs = outcomes.map((expected) => differences(expected, observed)).reduce((best, d) => (d.length < best.length ? d : best));
   if (env.VITE_CONTRACT_FUZZ_TRACE !== undefined) console.log(`scenario of ${scenario.steps.length} steps: ${Date.now() - startMs} ms${diffs.length === 0 ? "" : `\n  ${diffs.join("\n  ")}`}`);
   return diffs;
 }

@@ -30,7 +30,7 @@ const BUILT_IN: Record<string, Partial<Record<SubjectKind, ModelLimit[]>>> = {
   },
 };
 
-/** How long the isolate keeps a key it looked up (cache_ttl_s). */
+/** How long the isolate keeps a key it looked up (cache_ttl_s); an address's digest is kept longer than any scenario runs. */
 const KEY_CACHE_TTL_MS = 10_000;
 
 /** One acceptable answer; a budget refusal may name any budget that refused. */
@@ -76,6 +76,8 @@ export interface Expected {
   limits: ExpectedLimit[];
   quota: Record<string, { bytes: number; objects: number; reservedBytes: number }>;
   budgets: { owner: string; category: string; used: number }[];
+  /** How many options each choice point this run met had (see possibleOutcomes). */
+  choicePoints: number[];
 }
 
 interface Caller {
@@ -110,7 +112,32 @@ function statusMatches(list: readonly (number | string)[], status: number): bool
   return list.some((entry) => (typeof entry === "number" ? entry === status : STATUS_CLASS.exec(entry)?.[1] === String(Math.floor(status / 100))));
 }
 
-export function runModel(scenario: Scenario, startMs: number, options: { exhaustedCacheMs?: number } = {}): Expected {
+/**
+ * Every outcome the contract allows for `scenario`: one per order in which
+ * concurrent requests waiting on different lookups (a key's record, an
+ * address's first digest) may go on, at most `max` of them.
+ */
+export function possibleOutcomes(scenario: Scenario, startMs: number, max = 512): Expected[] {
+  const outcomes: Expected[] = [];
+  const pending: number[][] = [[]];
+  while (pending.length > 0 && outcomes.length < max) {
+    const choices = pending.shift()!;
+    const expected = runModel(scenario, startMs, { choices });
+    outcomes.push(expected);
+    // Every later choice point this run met with its first option is a branch to try with the others.
+    for (let i = choices.length; i < expected.choicePoints.length; i++) {
+      for (let option = 1; option < expected.choicePoints[i]!; option++) pending.push([...choices, ...Array<number>(i - choices.length).fill(0), option]);
+    }
+  }
+  return outcomes;
+}
+
+function permutations<T>(items: readonly T[]): T[][] {
+  if (items.length <= 1) return [[...items]];
+  return items.flatMap((item, i) => permutations([...items.slice(0, i), ...items.slice(i + 1)]).map((rest) => [item, ...rest]));
+}
+
+export function runModel(scenario: Scenario, startMs: number, options: { exhaustedCacheMs?: number; choices?: readonly number[] } = {}): Expected {
   const { config } = scenario;
   const shadowMode = config.mode === "shadow";
   const cacheMs = options.exhaustedCacheMs ?? DEFAULT_EXHAUSTED_CACHE_MS;
@@ -122,7 +149,16 @@ export function runModel(scenario: Scenario, startMs: number, options: { exhaust
   scenario.budgets.forEach((b, i) => budgets.add(`b${i}`, ownerLabel(b.owner), b, nowMs));
   const answers: ExpectedAnswer[] = [];
   const seenCallers = new Set<string>();
+  const choicePoints: number[] = [];
+  /** The option taken at the next choice point among `count` (the first unless `options.choices` says). */
+  const choose = (count: number): number => {
+    if (count <= 1) return 0;
+    const taken = options.choices?.[choicePoints.length] ?? 0;
+    choicePoints.push(count);
+    return taken;
+  };
   const keyLoadedAtMs = new Map<string, number>();
+  let addressDigested = false;
 
   const limitsFor = (category: string, kind: SubjectKind): ModelLimit[] => {
     const configured = config.categories[category]?.limits?.[kind];
@@ -195,12 +231,11 @@ export function runModel(scenario: Scenario, startMs: number, options: { exhaust
       return m;
     }
     m.caller = caller;
-    if (caller.kind === "key") {
-      // A key not looked up within cache_ttl_s waits for its lookup (one for the whole burst); the others go on in the same turn.
-      const loadedAtMs = keyLoadedAtMs.get(caller.name);
-      m.waitsForLookup = loadedAtMs === undefined || nowMs - loadedAtMs >= KEY_CACHE_TTL_MS;
-      if (m.waitsForLookup) lookedUp.add(caller.name);
-    }
+    // A key not looked up within cache_ttl_s waits for its lookup, and an
+    // address first seen for its digest (one for the whole burst); the others go on in the same turn.
+    const loadedAtMs = keyLoadedAtMs.get(caller.name);
+    m.waitsForLookup = caller.kind === "key" ? loadedAtMs === undefined || nowMs - loadedAtMs >= KEY_CACHE_TTL_MS : !addressDigested;
+    if (m.waitsForLookup) lookedUp.add(caller.name);
     seenCallers.add(caller.name);
     if (caller.tenant !== null) seenCallers.add(caller.tenant);
     m.route = findRoute(config.routes, spec.method, path.routePath);
@@ -332,13 +367,22 @@ export function runModel(scenario: Scenario, startMs: number, options: { exhaust
     const lookedUp = new Set<string>();
     const members = step.requests.map((spec, i) => prepare(spec, burst ? `step ${stepIndex} #${i}` : `step ${stepIndex}`, lookedUp));
     for (const name of lookedUp) keyLoadedAtMs.set(name, nowMs);
+    // Any answer to a request without a working key names its address by digest (the traffic counts do), which the isolate keeps.
+    if (step.requests.some((r) => r.credential === "anon" || r.credential === "bogus")) addressDigested = true;
     // Every admission of a burst runs before any answer: the rate limits in
     // the order sent (those that waited for a key lookup after those that
     // did not), then each budget reserve in that order (refusals this burst
     // makes are remembered for requests sent after it), then sizes and quotas.
-    // Which of several requests waiting on one lookup goes on first is the
-    // contract's to leave open; the gateway resumes the last to join first.
-    const admitted = [...members.filter((m) => !m.waitsForLookup), ...members.filter((m) => m.waitsForLookup).reverse()];
+    // The order in which requests waiting on lookups go on is the
+    // contract's to leave open: each lookup's waiters go on together, in
+    // any order, and the lookups end in any order (choice points).
+    const groups = [...new Set(members.filter((m) => m.waitsForLookup).map((m) => m.caller!.name))];
+    const groupOrders = permutations(groups);
+    const waiting = groupOrders[choose(groupOrders.length)]!.flatMap((name) => {
+      const orders = permutations(members.filter((m) => m.waitsForLookup && m.caller!.name === name));
+      return orders[choose(orders.length)]!;
+    });
+    const admitted = [...members.filter((m) => !m.waitsForLookup), ...waiting];
     for (const m of admitted) if (!m.done) rateLimit(m);
     const cachedUntil = new Map(budgets.all.map((b) => [b, b.refusedUntilMs]));
     const refusals: BudgetRefusal[] = [];
@@ -375,5 +419,6 @@ export function runModel(scenario: Scenario, startMs: number, options: { exhaust
     limits,
     quota,
     budgets: budgets.all.map((b) => ({ owner: b.owner, category: b.category, used: budgets.usedNow(b, nowMs) })),
+    choicePoints,
   };
 }
