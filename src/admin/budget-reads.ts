@@ -24,6 +24,7 @@ export function presentBudget(b: BudgetState) {
     // Units isolates hold in leases: counted in `used` from the grant, not yet reported spent.
     leased: b.leased ?? 0,
     thresholds: b.thresholds,
+    shadow: b.shadow === true,
     period_start: b.periodStartMs === null ? null : new Date(b.periodStartMs).toISOString(),
     resets_at: b.resetsAtMs === null ? null : new Date(b.resetsAtMs).toISOString(),
   };

@@ -23,6 +23,10 @@ export const budgetBodySchema = z.strictObject({
     .max(MAX_THRESHOLDS, `at most ${MAX_THRESHOLDS} thresholds`)
     .optional()
     .describe("Fractions of `amount` whose first crossing in a period writes a `budget_threshold` audit event; default [0.8, 1]."),
+  shadow: z
+    .boolean("must be true or false")
+    .optional()
+    .describe("Try the budget: kept as if enforced (its thresholds and alerts too, marked shadow), but a spend it cannot take is not refused (nor charged to it): the request goes on, marked `Tollgate-Shadow: budget_exhausted;policy=\"budget-<category>-<owner kind>-<period>\"`, and GET /traffic/shadow counts it. Default false; false switches it on."),
 });
 registry.add(budgetBodySchema, { id: "BudgetBody", description: "A budget of one category for a key, tenant or org." });
 
@@ -42,6 +46,7 @@ export const budgetSchema = z
     remaining: z.number(),
     leased: z.number().describe("Units isolates hold in leases and have not reported spent: `used − leased` is the spend the object knows of."),
     thresholds: z.array(z.number()),
+    shadow: z.boolean().describe("true: a shadow budget, refusing nothing"),
     period_start: z.string().nullable().describe("ISO 8601; null for credits"),
     resets_at: z.string().nullable().describe("ISO 8601; null for credits"),
   })

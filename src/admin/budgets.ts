@@ -212,10 +212,10 @@ function registerFor(app: Hono<AdminEnv>, kind: BudgetOwnerKind, base: string): 
     const body = await jsonBody(c, budgetBodySchema);
     if (!body.ok) return body.response;
     const nowMs = Date.now();
-    const { amount, period, thresholds } = body.value;
+    const { amount, period, thresholds, shadow } = body.value;
     let result: BudgetPutResult;
     try {
-      result = await callQuota(async (): Promise<BudgetPutResult> => owner.stub.budgetPut({ owner: owner.name, category: category.value, amount, period, nowMs, ...(thresholds === undefined ? {} : { thresholds }) }));
+      result = await callQuota(async (): Promise<BudgetPutResult> => owner.stub.budgetPut({ owner: owner.name, category: category.value, amount, period, nowMs, ...(thresholds === undefined ? {} : { thresholds }), ...(shadow === undefined ? {} : { shadow }) }));
     } catch (error) {
       log.error("budget_write_failed", { error: errorName(error) });
       return budgetUnavailable("The budget could not be written; nothing was changed.");
@@ -231,7 +231,7 @@ function registerFor(app: Hono<AdminEnv>, kind: BudgetOwnerKind, base: string): 
           actor: "admin",
           tenant: owner.tenant,
           subject: owner.name,
-          detail: { category: category.value, amount, period, thresholds: result.budget.thresholds, previous: result.previous === null ? null : presentBudget(result.previous) },
+          detail: { category: category.value, amount, period, thresholds: result.budget.thresholds, shadow: budget.shadow, previous: result.previous === null ? null : presentBudget(result.previous) },
         }),
       ]),
     );

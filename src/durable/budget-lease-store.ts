@@ -75,7 +75,8 @@ export class BudgetLeaseStore {
       const audits: BudgetThresholdAudit[] = [];
       for (const item of req.items) if (item.lease !== null) this.#report(item.owner, item.category, item.lease.id, item.lease.spent, item.lease.close, nowMs, audits);
       const lives = req.items.map((item) => (item.need === null ? null : this.#rows.live(item.owner, item.category, nowMs)));
-      const exhausted = req.items.some((item, i) => item.need !== null && lives[i] !== null && !fits(lives[i]!, item.need));
+      // A shadow budget is decided on its own: one that cannot take its need refuses (and is charged) nothing else.
+      const exhausted = req.items.some((item, i) => item.need !== null && lives[i] !== null && !lives[i]!.shadow && !fits(lives[i]!, item.need));
       const answers: BudgetLeaseAnswer[] = req.items.map((item, i): BudgetLeaseAnswer => {
         const live = lives[i] ?? null;
         if (item.need === null) {
@@ -83,6 +84,7 @@ export class BudgetLeaseStore {
           return { status: "reported", budget: now === null ? null : this.#rows.state(now) };
         }
         if (live === null) return { status: "none" };
+        if (live.shadow && !fits(live, item.need)) return { status: "exhausted", budget: this.#rows.state(live) };
         // All or nothing: a call one budget refuses grants nothing, so no units sit idle in a lease no request can use.
         if (exhausted) return { status: fits(live, item.need) ? "withheld" : "exhausted", budget: this.#rows.state(live) };
         return this.#grant(item, live, req.leaseMs, nowMs, audits);

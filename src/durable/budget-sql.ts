@@ -77,6 +77,16 @@ export const BUDGET_LEASE_MIGRATION_STATEMENTS: readonly string[] = [
   `CREATE INDEX IF NOT EXISTS budget_leases_expires_idx ON budget_leases (expires_at)`,
 ];
 
+/**
+ * A budget may be a shadow one (tried beside the enforced ones, refusing
+ * nothing). Added only when missing: a test that rebuilds an object from its
+ * first migration keeps the column.
+ */
+export function addBudgetShadowColumn(sql: SqlStorage): void {
+  const columns = sql.exec<{ name: string }>(`SELECT name FROM pragma_table_info('budgets')`).toArray();
+  if (!columns.some((c) => c.name === "shadow")) sql.exec(`ALTER TABLE budgets ADD COLUMN shadow INTEGER NOT NULL DEFAULT 0`);
+}
+
 export const BUDGET_LEASE_SQL = {
   lease: `SELECT id, period_start, granted, spent FROM budget_leases WHERE id = ? AND owner = ? AND category = ?`,
   insert: `INSERT INTO budget_leases (id, owner, category, period_start, granted, spent, expires_at, at) VALUES (?, ?, ?, ?, ?, 0, ?, ?)`,
@@ -91,14 +101,14 @@ export const BUDGET_LEASE_SQL = {
 } as const;
 
 export const BUDGET_SQL = {
-  budget: `SELECT owner, category, amount, period, thresholds, period_start, used, fired FROM budgets WHERE owner = ? AND category = ?`,
-  budgetsOf: `SELECT owner, category, amount, period, thresholds, period_start, used, fired FROM budgets WHERE owner = ? ORDER BY category`,
-  allBudgets: `SELECT owner, category, amount, period, thresholds, period_start, used, fired FROM budgets ORDER BY owner, category`,
-  upsert: `INSERT INTO budgets (owner, category, amount, period, thresholds, period_start, used, fired, created_at, updated_at)
-           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+  budget: `SELECT owner, category, amount, period, thresholds, period_start, used, fired, shadow FROM budgets WHERE owner = ? AND category = ?`,
+  budgetsOf: `SELECT owner, category, amount, period, thresholds, period_start, used, fired, shadow FROM budgets WHERE owner = ? ORDER BY category`,
+  allBudgets: `SELECT owner, category, amount, period, thresholds, period_start, used, fired, shadow FROM budgets ORDER BY owner, category`,
+  upsert: `INSERT INTO budgets (owner, category, amount, period, thresholds, period_start, used, fired, created_at, updated_at, shadow)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
            ON CONFLICT (owner, category) DO UPDATE SET amount = excluded.amount, period = excluded.period,
              thresholds = excluded.thresholds, period_start = excluded.period_start, used = excluded.used,
-             fired = excluded.fired, updated_at = excluded.updated_at`,
+             fired = excluded.fired, updated_at = excluded.updated_at, shadow = excluded.shadow`,
   setState: `UPDATE budgets SET period_start = ?, used = ?, fired = ? WHERE owner = ? AND category = ?`,
   addAmount: `UPDATE budgets SET amount = amount + ?, updated_at = ? WHERE owner = ? AND category = ?`,
   deleteBudget: `DELETE FROM budgets WHERE owner = ? AND category = ?`,

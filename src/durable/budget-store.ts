@@ -37,7 +37,7 @@ export const BUDGET_TOPUP_KEY_RETENTION_MS = 24 * 60 * 60 * 1000;
 const MAX_SPENDS = 64;
 const MAX_NAME_CHARS = 200;
 
-type Row = { owner: string; category: string; amount: number; period: string; thresholds: string; period_start: number; used: number; fired: number };
+type Row = { owner: string; category: string; amount: number; period: string; thresholds: string; period_start: number; used: number; fired: number; shadow: number };
 
 /** A budget row rolled to the period holding nowMs (not yet written). */
 /** What the lease RPCs (budget-lease-store.ts) read and write of this store's rows, inside its transactions. */
@@ -63,6 +63,8 @@ interface Live {
   used: number;
   fired: number;
   rolled: boolean;
+  /** A shadow budget: a spend it cannot take is not refused, and not charged to it. */
+  shadow: boolean;
 }
 
 function check(ok: boolean, message: string): void {
@@ -142,7 +144,10 @@ export class BudgetStore {
         const live = this.#live(s.owner, s.category, nowMs);
         if (live === null) continue;
         // A spend of 0 (a response-priced reserve of 0: its cost settles as debt) fits only while something is left.
-        if (exhausted === null && (s.units > 0 ? live.used + s.units > live.amount : live.used >= live.amount)) exhausted = live;
+        const fits = s.units > 0 ? live.used + s.units <= live.amount : live.used < live.amount;
+        // A shadow budget refuses nothing, and (unless forced) is not charged what it cannot take.
+        if (live.shadow && !fits && !force) continue;
+        if (exhausted === null && !fits && !live.shadow) exhausted = live;
         charged.push({ live, units: s.units });
       }
       if (exhausted !== null && !force) return { status: "exhausted", budget: stateOf(exhausted) };
@@ -224,10 +229,11 @@ export class BudgetStore {
         used: samePeriod ? before.used : 0,
         fired: 0,
         rolled: false,
+        shadow: req.shadow === true,
       };
       // Thresholds already passed are not announced again for this period.
       live.fired = crossedMask(thresholds, live.used, live.amount);
-      this.#sql.exec(BUDGET_SQL.upsert, live.owner, live.category, live.amount, live.period, JSON.stringify(thresholds), live.start, live.used, live.fired, req.nowMs, req.nowMs);
+      this.#sql.exec(BUDGET_SQL.upsert, live.owner, live.category, live.amount, live.period, JSON.stringify(thresholds), live.start, live.used, live.fired, req.nowMs, req.nowMs, live.shadow ? 1 : 0);
       return { created: before === null, budget: stateOf(live), previous: before === null ? null : stateOf(before) };
     });
   }
@@ -328,6 +334,7 @@ export class BudgetStore {
           amount: live.amount,
           used: live.used,
           periodStartMs: live.period === "none" ? null : live.start,
+          ...(live.shadow ? { shadow: true as const } : {}),
         });
       }
       live.fired |= fresh;
@@ -346,7 +353,7 @@ function liveOf(row: Row, nowMs: number): Live {
   } catch {
     thresholds = [...DEFAULT_BUDGET_THRESHOLDS];
   }
-  return { owner: row.owner, category: row.category, amount: row.amount, period, thresholds, start, used: rolled ? 0 : row.used, fired: rolled ? 0 : row.fired, rolled };
+  return { owner: row.owner, category: row.category, amount: row.amount, period, thresholds, start, used: rolled ? 0 : row.used, fired: rolled ? 0 : row.fired, rolled, shadow: row.shadow === 1 };
 }
 
 function stateOf(l: Live): BudgetState {
@@ -360,6 +367,7 @@ function stateOf(l: Live): BudgetState {
     thresholds: [...l.thresholds],
     periodStartMs: l.period === "none" ? null : l.start,
     resetsAtMs: periodEndMs(l.period, l.start),
+    ...(l.shadow ? { shadow: true as const } : {}),
   };
 }
 

@@ -31,6 +31,8 @@ export interface BudgetState {
   resetsAtMs: number | null;
   /** Units isolates hold in leases, counted in `used` and not yet reported spent (listings only). */
   leased?: number;
+  /** Present (true) for a shadow budget: kept as if enforced, but a spend it cannot take is not refused (nor charged to it). */
+  shadow?: true;
 }
 
 /** A spend of `units` of `category` from the budget of `owner`. */
@@ -58,6 +60,8 @@ export interface BudgetThresholdAudit {
   amount: number;
   used: number;
   periodStartMs: number | null;
+  /** Present (true) when the budget is a shadow one: its alerts and audit events say so. */
+  shadow?: true;
 }
 
 /**
@@ -92,6 +96,8 @@ export interface BudgetPutRequest {
   amount: number;
   period: BudgetPeriod;
   thresholds?: number[];
+  /** A shadow budget (tried, refusing nothing); absent or false: enforced. */
+  shadow?: boolean;
   nowMs: number;
 }
 

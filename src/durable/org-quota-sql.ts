@@ -11,7 +11,7 @@
 //   isolate that has not seen the change yet cannot add it again).
 // - audit_windows: when each audit event was last handed out, per kind.
 // - meta: the org slug.
-import { BUDGET_LEASE_MIGRATION_STATEMENTS, BUDGET_MIGRATION_STATEMENTS, BUDGET_TOPUP_MIGRATION_STATEMENTS } from "./budget-sql";
+import { addBudgetShadowColumn, BUDGET_LEASE_MIGRATION_STATEMENTS, BUDGET_MIGRATION_STATEMENTS, BUDGET_TOPUP_MIGRATION_STATEMENTS } from "./budget-sql";
 import type { Migration } from "./sql-migrations";
 
 export const ORG_MIGRATIONS: readonly Migration[] = [
@@ -54,6 +54,12 @@ export const ORG_MIGRATIONS: readonly Migration[] = [
     id: 4,
     description: "budget leases to isolates",
     statements: BUDGET_LEASE_MIGRATION_STATEMENTS,
+  },
+  {
+    id: 5,
+    description: "shadow budgets",
+    statements: [],
+    run: addBudgetShadowColumn,
   },
 ];
 

@@ -17,7 +17,7 @@
 //
 // Object names are stored percent-decoded (object-name.ts): migration 2
 // rewrites names stored raw by the first version.
-import { BUDGET_LEASE_MIGRATION_STATEMENTS, BUDGET_MIGRATION_STATEMENTS, BUDGET_TOPUP_MIGRATION_STATEMENTS } from "./budget-sql";
+import { addBudgetShadowColumn, BUDGET_LEASE_MIGRATION_STATEMENTS, BUDGET_MIGRATION_STATEMENTS, BUDGET_TOPUP_MIGRATION_STATEMENTS } from "./budget-sql";
 import type { Migration } from "./sql-migrations";
 
 export const MIGRATIONS: readonly Migration[] = [
@@ -86,6 +86,12 @@ export const MIGRATIONS: readonly Migration[] = [
     id: 5,
     description: "budget leases to isolates",
     statements: BUDGET_LEASE_MIGRATION_STATEMENTS,
+  },
+  {
+    id: 6,
+    description: "shadow budgets",
+    statements: [],
+    run: addBudgetShadowColumn,
   },
 ];
 

@@ -34,6 +34,8 @@ export interface BudgetFigures {
   readonly thresholds: number[];
   readonly periodStartMs: number | null;
   readonly resetsAtMs: number | null;
+  /** A shadow budget: what it cannot take is marked on the request, not refused. */
+  readonly shadow?: true;
 }
 
 export interface BudgetSlot extends DemandWindow {

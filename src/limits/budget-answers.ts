@@ -80,7 +80,8 @@ export function recordBudgetAudits(x: Exchange, audits: readonly BudgetThreshold
         type: "budget.threshold",
         ...(tenant === null ? {} : { tenant }),
         ...(org === null ? {} : { org }),
-        data: { owner: a.owner, category: a.category, period: a.period, threshold: a.threshold, amount: a.amount, used: a.used },
+        // A shadow budget's thresholds are announced as an enforced one's would be, marked shadow.
+        data: { owner: a.owner, category: a.category, period: a.period, threshold: a.threshold, amount: a.amount, used: a.used, ...(a.shadow === true ? { shadow: true } : {}) },
       },
       Date.now(),
       false,
@@ -93,7 +94,7 @@ export function recordBudgetAudits(x: Exchange, audits: readonly BudgetThreshold
         actor: "quota",
         tenant: a.owner.startsWith("org:") ? null : tenant,
         subject: a.owner,
-        detail: { category: a.category, period: a.period, threshold: a.threshold, amount: a.amount, used: a.used, period_start: a.periodStartMs === null ? null : new Date(a.periodStartMs).toISOString() },
+        detail: { category: a.category, period: a.period, threshold: a.threshold, amount: a.amount, used: a.used, period_start: a.periodStartMs === null ? null : new Date(a.periodStartMs).toISOString(), ...(a.shadow === true ? { shadow: true } : {}) },
       })
         .run()
         .catch((err: unknown) => log.error("audit_write_failed", { error: errorName(err) })),

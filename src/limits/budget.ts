@@ -23,11 +23,18 @@
 // caller whose budget is spent: the isolate remembers the refusal
 // (src/cache/budget-refusals.ts) and refuses that budget without an object
 // call for a few seconds, and leaves an object that failed alone for one.
+//
+// A shadow budget (`shadow: true`, which its object's figures carry) is spent
+// from like any other while it has units; one that cannot take a spend
+// refuses nothing: the object decides it apart from the others (it charges
+// it nothing), and here its spends leave the request, which goes on marked
+// `Tollgate-Shadow: budget_exhausted;policy="budget-<category>-<owner kind>-<period>"`.
 import type { Exchange } from "../exchange";
 import { type BudgetRefusals, spendFits } from "../cache/budget-refusals";
 import { type BudgetNamespaces, type BudgetPlan, reserveBudgets } from "../durable/budget-client";
 import type { BudgetState } from "../durable/budget-types";
-import type { LeaseDebit, SlotSpend } from "../engine/budget-lease-book";
+import type { BudgetFigures, LeaseDebit, SlotSpend } from "../engine/budget-lease-book";
+import { budgetPolicyName } from "../engine/rate-limit-headers";
 import type { ResponseCharge } from "../proxy/response-cost-spec";
 import { budgetRefusal, budgetUnavailable, recordBudgetAudits, refuseByBudget } from "./budget-answers";
 import type { BudgetLeases } from "./budget-leases";
@@ -77,6 +84,18 @@ function holdLeased(x: Exchange, debits: LeaseDebit[], nowMs: number): void {
   meterBudgets(x, spends, (s) => s.units, nowMs);
 }
 
+/**
+ * A shadow budget that cannot take the request's spend: marked on the
+ * request (as its refusal would name it), and its spends taken out of the
+ * plan, so the request goes on without it.
+ */
+function passShadow(x: Exchange, plan: BudgetPlan, b: BudgetFigures): BudgetPlan {
+  const ownerKind = b.owner.slice(0, Math.max(0, b.owner.indexOf(":")));
+  x.markShadow(b.resetsAtMs === null ? "credits_exhausted" : "budget_exhausted", budgetPolicyName(b.category, ownerKind, b.period));
+  const other = (s: { owner: string; category: string }) => s.owner !== b.owner || s.category !== b.category;
+  return { ...plan, tenantSpends: plan.tenantSpends.filter(other), orgSpends: plan.orgSpends.filter(other) };
+}
+
 /** The budget a short spend was refused by while the request waited (the object's figures say it still does not fit), or null. */
 function refusedWhileWaiting(shorts: ReadonlyMap<string, SlotSpend[]>, sinceMs: number): BudgetState | null {
   for (const list of shorts.values()) {
@@ -88,7 +107,9 @@ function refusedWhileWaiting(shorts: ReadonlyMap<string, SlotSpend[]>, sinceMs: 
   return null;
 }
 
-async function waitForLeases(x: Exchange, plan: BudgetPlan, spends: readonly SlotSpend[], first: ReadonlyMap<string, SlotSpend[]>, sinceMs: number, options: BudgetOptions): Promise<CheckResult> {
+async function waitForLeases(x: Exchange, asked: BudgetPlan, allSpends: readonly SlotSpend[], first: ReadonlyMap<string, SlotSpend[]>, sinceMs: number, options: BudgetOptions): Promise<CheckResult> {
+  let plan = asked;
+  let spends = allSpends;
   const { leases, refusals, now } = options;
   const ns = budgetNamespaces(x);
   let shorts = first;
@@ -104,12 +125,21 @@ async function waitForLeases(x: Exchange, plan: BudgetPlan, spends: readonly Slo
         refusals.noteDown(failed.object, nowMs);
         return budgetUnavailable(x, nowMs);
       }
-      const next = leases.book.take(spends, nowMs);
+      let next = leases.book.take(spends, nowMs);
+      let refusing = next.kind === "taken" ? null : refusedWhileWaiting(next.shorts, sinceMs);
+      // A shadow budget that refused leaves the request; the rest are taken without it.
+      while (refusing?.shadow === true) {
+        const shadow: BudgetState = refusing;
+        refusals.noteRefused(shadow, nowMs);
+        plan = passShadow(x, plan, shadow);
+        spends = spends.filter((s) => s.slot.owner !== shadow.owner || s.slot.category !== shadow.category);
+        next = leases.book.take(spends, nowMs);
+        refusing = next.kind === "taken" ? null : refusedWhileWaiting(next.shorts, sinceMs);
+      }
       if (next.kind === "taken") {
-        holdLeased(x, next.debits, nowMs);
+        if (spends.length > 0) holdLeased(x, next.debits, nowMs);
         return null;
       }
-      const refusing = refusedWhileWaiting(next.shorts, sinceMs);
       if (refusing !== null) {
         refusals.noteRefused(refusing, nowMs);
         return refuseByBudget(x, plan, refusing, nowMs);
@@ -160,15 +190,21 @@ async function reserve(x: Exchange, plan: BudgetPlan, nowMs: number, refusals: B
 export function budgetCheck(options: BudgetOptions): Check {
   const { responseCharges, now, refusals, leases } = options;
   return function budgetStep(x) {
-    const plan = budgetPlanOf(x, responseCharges);
+    let plan = budgetPlanOf(x, responseCharges);
     if (plan === null) return null;
     const nowMs = Math.floor(now());
     // Shadow mode records every spend at the object, refused or not: it always asks.
     if (x.config.mode === "shadow") return reserve(x, plan, nowMs, refusals);
     // A spent budget or a failing object is not asked again for a while: a flood of refusals costs no object call.
     if (refusals.isDown(`tenant:${plan.tenant}`, nowMs) || (plan.org !== null && plan.orgSpends.length > 0 && refusals.isDown(`org:${plan.org}`, nowMs))) return budgetUnavailable(x, nowMs);
-    const spent = refusals.refusing(plan.tenantSpends, nowMs) ?? refusals.refusing(plan.orgSpends, nowMs);
+    let spent = refusals.refusing(plan.tenantSpends, nowMs) ?? refusals.refusing(plan.orgSpends, nowMs);
+    // A shadow budget remembered as spent is passed here, with no object call.
+    while (spent?.shadow === true) {
+      plan = passShadow(x, plan, spent);
+      spent = refusals.refusing(plan.tenantSpends, nowMs) ?? refusals.refusing(plan.orgSpends, nowMs);
+    }
     if (spent !== null) return refuseByBudget(x, plan, spent, nowMs);
+    if (plan.tenantSpends.length === 0 && plan.orgSpends.length === 0) return null;
     const ns = budgetNamespaces(x);
     leases.reportDue(ns, x.ctx, nowMs, (audits) => recordBudgetAudits(x, audits));
     const spends = slotSpends(leases, plan, nowMs);
