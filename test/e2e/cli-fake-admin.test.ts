@@ -185,6 +185,16 @@ describe("--shadow and the shadow traffic (trying a policy before it is enforced
     expect(shown.stdout).toMatch(/^penalty\s+request-ip-60s$/m);
   });
 
+  it("budgets put --shadow sends shadow: true, and get marks the budget's period as shadow", async () => {
+    route = (r) => ({ status: 201, body: { owner: "tenant:acme", category: "tokens", period: "month", amount: 500000, used: 0, remaining: 500000, shadow: true, ...(r.body as object) } });
+    const put = await cli("budgets", "put", "tenant:acme", "tokens", "--amount", "500000", "--period", "month", "--shadow");
+    expect(put).toMatchObject({ code: 0, stdout: "Created the shadow tokens budget of tenant:acme: 500,000 per month.\n" });
+    expect(only()).toMatchObject({ method: "PUT", path: "/tenants/acme/budgets/tokens", body: { amount: 500000, period: "month", shadow: true } });
+    fake.received.length = 0;
+    route = () => ({ body: { owner: "tenant:acme", category: "tokens", period: "month", amount: 500000, used: 10, remaining: 499990, thresholds: [0.8, 1], shadow: true, period_start: null, resets_at: null } });
+    expect((await cli("budgets", "get", "tenant:acme", "tokens")).stdout).toMatch(/^period\s+month \(shadow\)$/m);
+  });
+
   it("shadow lists each shadow policy with what it would have refused and whom", async () => {
     route = () => ({
       body: {

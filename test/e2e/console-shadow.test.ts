@@ -4,7 +4,8 @@
 // counts GET /traffic/shadow answers, each caller linking to explain), the
 // limits editor shows it as shadow and switches it on (the next request is
 // refused at once, from the state it kept), and a shadow block is made from
-// the blocks form. Screenshots at 1280 and 375 px wide.
+// the blocks form, and a shadow budget from the tenant's budget form.
+// Screenshots at 1280 and 375 px wide.
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { adminCall, gateway, unique } from "./fixture";
@@ -100,7 +101,7 @@ describe.runIf(BROWSER_TESTS)("trying a new limit in the console", () => {
 
     // The limits editor shows the row as shadow; set to enforced and saved, the next request is refused at once.
     await visit(page, `#/tenants/${made.tenant}`, `Tenant ${made.tenant}`);
-    const enforcement = page.getByLabel("Shadow", { exact: true });
+    const enforcement = page.locator("fieldset.limits").getByLabel("Shadow", { exact: true });
     expect(await enforcement.count()).toBe(2);
     expect(await enforcement.nth(0).inputValue()).toBe("");
     expect(await enforcement.nth(1).inputValue()).toBe("true");
@@ -141,6 +142,32 @@ describe.runIf(BROWSER_TESTS)("trying a new limit in the console", () => {
     await res.body?.cancel();
     expect(res.status).toBe(200);
     expect(res.headers.get("tollgate-shadow")).toMatch(/^blocked;policy="block-\d+"$/);
+    await finish(tab);
+  });
+
+  it("sets a shadow budget from the tenant's budget form: the confirmation and the gauge say it refuses nothing", async () => {
+    const tenant = unique("con-sbudget");
+    expect((await adminCall("PUT", `/tenants/${tenant}`, {})).status).toBe(201);
+    const tab = await openConsole(browser);
+    const { page } = tab;
+    await signIn(page, gateway().adminToken);
+    await visit(page, `#/tenants/${tenant}`, `Tenant ${tenant}`);
+    const budgets = page.locator("section", { has: page.getByRole("heading", { name: "Budgets" }) });
+    const add = budgets.locator("form", { has: page.getByRole("group", { name: "Add a budget" }) });
+    await add.getByLabel("Category").fill("request");
+    await add.getByLabel("Amount").fill("1000");
+    await add.getByLabel("Shadow").selectOption("true");
+    await add.getByRole("button", { name: "Review the budget" }).click();
+    const dialog = page.getByRole("dialog");
+    await dialog.waitFor();
+    expect(await dialog.locator("#confirm-message p").allTextContents()).toContain("A shadow budget: kept as if enforced, but past it nothing is refused (nor charged to it); those requests are marked and show under Traffic.");
+    await dialog.getByRole("button", { name: "Set budget" }).click();
+    await dialog.waitFor({ state: "detached" });
+    await budgets.getByText("request · this month · shadow").waitFor();
+    expect(await budgets.textContent()).toContain("shadow: refuses nothing");
+    const stored = (await adminCall("GET", `/tenants/${tenant}/budgets/request`)).body as { shadow: boolean; amount: number };
+    expect(stored).toMatchObject({ shadow: true, amount: 1000 });
+    await screenshot(page, "budget-shadow");
     await finish(tab);
   });
 });

@@ -38,12 +38,17 @@ function units(flag, value) {
 const COLUMNS = [
   ["owner", (b) => b.owner],
   ["category", (b) => b.category],
-  ["period", (b) => b.period],
+  ["period", (b) => periodText(b)],
   ["amount", (b) => count(b.amount)],
   ["used", (b) => count(b.used)],
   ["remaining", (b) => count(b.remaining)],
   ["resets", (b) => b.resets_at],
 ];
+
+/** `month`, or `month (shadow)` for a shadow budget (tried: it refuses nothing). */
+function periodText(/** @type {Record<string, unknown>} */ b) {
+  return b.shadow === true ? `${String(b.period)} (shadow)` : b.period;
+}
 
 /**
  * @param {import("../output.mjs").Output} output
@@ -53,7 +58,7 @@ function printBudget(output, b) {
   printFields(output, [
     ["owner", b.owner],
     ["category", b.category],
-    ["period", b.period],
+    ["period", periodText(b)],
     ["amount", count(b.amount)],
     ["used", count(b.used)],
     ["remaining", count(b.remaining)],
@@ -96,12 +101,14 @@ export function registerBudgetCommands(program, runtime) {
     .requiredOption("--amount <n>", "units per period (or in all, for credits)")
     .requiredOption("--period <period>", "day, week (from Monday), month (UTC) or none (prepaid credits)")
     .option("--thresholds <list>", "comma-separated fractions audited when first crossed, e.g. 0.5,0.8,1 (default 0.8,1)")
+    .option("--shadow", "try the budget: kept as if enforced (its alerts too, marked shadow) but it refuses nothing; 'tollgate shadow' shows whom it would refuse. Put it again without --shadow to switch it on")
     .addHelpText("after", `
 Examples:
   tollgate budgets put tenant:acme tokens --amount 1000000 --period month
   tollgate budgets put key:k7m2q9x4a1bc tokens --amount 20000 --period day
-  tollgate budgets put tenant:beta request --amount 100000 --period none`)
-    .action(async (/** @type {string} */ owner, /** @type {string} */ category, /** @type {{ amount: string, period: string, thresholds?: string }} */ options, /** @type {Command} */ command) => {
+  tollgate budgets put tenant:beta request --amount 100000 --period none
+  tollgate budgets put tenant:acme tokens --amount 500000 --period month --shadow`)
+    .action(async (/** @type {string} */ owner, /** @type {string} */ category, /** @type {{ amount: string, period: string, thresholds?: string, shadow?: boolean }} */ options, /** @type {Command} */ command) => {
       const path = ownerPath(owner);
       if (!PERIODS.includes(options.period)) throw usageError(`--period: expected day, week, month or none, not '${options.period}'`);
       /** @type {Record<string, unknown>} */
@@ -111,11 +118,12 @@ Examples:
         if (list.some((t) => !Number.isFinite(t))) throw usageError(`--thresholds: expected fractions separated by commas, not '${options.thresholds}'`);
         body.thresholds = list;
       }
+      if (options.shadow === true) body.shadow = true;
       const { client, output } = session(command, runtime);
       const answer = await client.json("PUT", `${path}/budgets/${segment(category, "category")}`, { body });
       if (output.json) return printJson(output, answer.body);
       const amount = count(answer.body.amount);
-      output.out(`${answer.status === 201 ? "Created" : "Replaced"} the ${category} budget of ${owner}: ${options.period === "none" ? `${amount} ${answer.body.amount === 1 ? "credit" : "credits"}` : `${amount} per ${options.period}`}.\n`);
+      output.out(`${answer.status === 201 ? "Created" : "Replaced"} the ${answer.body.shadow === true ? "shadow " : ""}${category} budget of ${owner}: ${options.period === "none" ? `${amount} ${answer.body.amount === 1 ? "credit" : "credits"}` : `${amount} per ${options.period}`}.\n`);
     });
 
   budgets

@@ -62,18 +62,19 @@ function percents(thresholds) {
 }
 
 /**
- * What a budget's thresholds do, for its gauge: `alerts at 80 % and 100 % · refuses at 100 %`.
+ * What a budget's thresholds do, for its gauge: `alerts at 80 % and 100 % · refuses at 100 %` (a shadow budget: `· shadow: refuses nothing`).
  * @param {ReadonlyArray<number>} thresholds
+ * @param {boolean} [shadow]
  */
-export function thresholdText(thresholds) {
-  return `${thresholds.length === 0 ? "no alerts" : `alerts at ${percents(thresholds)}`} · refuses at 100 %`;
+export function thresholdText(thresholds, shadow = false) {
+  return `${thresholds.length === 0 ? "no alerts" : `alerts at ${percents(thresholds)}`} · ${shadow ? "shadow: refuses nothing" : "refuses at 100 %"}`;
 }
 
 /**
  * The sentences a put's confirmation shows.
  * @param {Owner} owner
  * @param {string} category
- * @param {{ amount: number, period: string, thresholds?: number[] }} body
+ * @param {{ amount: number, period: string, thresholds?: number[], shadow?: boolean }} body
  * @param {Budget | null} before the budget this replaces, if any
  */
 export function putEffect(owner, category, body, before) {
@@ -90,7 +91,8 @@ export function putEffect(owner, category, body, before) {
     lines.push(`Its ${category} budget goes from ${amountText(before.amount, category, before.period)} to ${after}.`);
     lines.push(`Spending starts again from 0 (${formatCount(before.used)} was spent ${THIS_PERIOD[before.period]}).`);
   }
-  lines.push(body.period === "none" ? "Once they are spent, its requests are refused 402 credits_exhausted until a top-up." : `Past it, its requests are refused 429 budget_exhausted until the ${body.period} resets.`);
+  if (body.shadow === true) lines.push("A shadow budget: kept as if enforced, but past it nothing is refused (nor charged to it); those requests are marked and show under Traffic.");
+  else lines.push(body.period === "none" ? "Once they are spent, its requests are refused 402 credits_exhausted until a top-up." : `Past it, its requests are refused 429 budget_exhausted until the ${body.period} resets.`);
   const thresholds = body.thresholds ?? before?.thresholds ?? [0.8, 1];
   lines.push(thresholds.length === 0 ? "No alerts." : `Alerts at ${percents(thresholds)} of it (an audit event, and the webhook if one is set).`);
   return lines;
@@ -143,17 +145,18 @@ function budgetFields(initial) {
   const amount = numberInput("amount", { value: initial?.amount ?? "", required: true, min: 0, step: 1 });
   const period = el("select", { name: "period" }, PERIODS.map(([value, label]) => el("option", { value, selected: value === (initial?.period ?? "month") }, label)));
   const alerts = input("thresholds", { value: initial === null ? "" : initial.thresholds.map((t) => Math.round(t * 1000) / 10).join(", "), placeholder: "80, 100" });
-  const fields = [field("Amount", amount, { field: "amount" }), field("Period", period, { field: "period" }), field("Alerts at (%)", alerts, { field: "thresholds" })];
-  const hint = el("p", { class: "hint" }, "The amount is in units of the category (a request is 1 request; tokens and a route's charges count as they are charged). Periods start at 00:00 UTC (a week on Monday, a month on the 1st); credits never reset and take top-ups. Alerts: percentages of the amount, each once a period; empty: 80, 100. Requests are refused at 100 % whatever the alerts say.");
+  const shadow = el("select", { name: "shadow" }, el("option", { value: "false" }, "no"), el("option", { value: "true", selected: initial?.shadow === true }, "yes: tried"));
+  const fields = [field("Amount", amount, { field: "amount" }), field("Period", period, { field: "period" }), field("Alerts at (%)", alerts, { field: "thresholds" }), field("Shadow", shadow, { field: "shadow" })];
+  const hint = el("p", { class: "hint" }, "The amount is in units of the category (a request is 1 request; tokens and a route's charges count as they are charged). Periods start at 00:00 UTC (a week on Monday, a month on the 1st); credits never reset and take top-ups. Alerts: percentages of the amount, each once a period; empty: 80, 100. Requests are refused at 100 % whatever the alerts say, unless the budget is a shadow one (tried: it refuses nothing, and Traffic shows whom it would refuse).");
   return {
     fields,
     hint,
-    /** @returns {{ amount: number, period: string, thresholds?: number[] }} */
+    /** @returns {{ amount: number, period: string, thresholds?: number[], shadow: boolean }} */
     read() {
       const value = numberOf(amount);
       if (value === undefined) throw new ApiError(400, { code: "invalid_request", field: "amount", detail: "amount: must not be empty" });
       const thresholds = thresholdsOf(alerts.value);
-      return { amount: value, period: period.value, ...(thresholds === undefined ? {} : { thresholds }) };
+      return { amount: value, period: period.value, ...(thresholds === undefined ? {} : { thresholds }), shadow: shadow.value === "true" };
     },
   };
 }

@@ -10,7 +10,7 @@ import { gauge } from "./charts.js";
 import { el, formatCount, notice, time } from "./dom.js";
 
 /**
- * @typedef {{ owner: string, category: string, period: string, amount: number, used: number, remaining: number, thresholds: number[], resets_at: string | null }} Budget
+ * @typedef {{ owner: string, category: string, period: string, amount: number, used: number, remaining: number, thresholds: number[], resets_at: string | null, shadow?: boolean }} Budget
  * @typedef {import("./budget-forms.js").Owner} Owner
  * @typedef {import("./view.js").ViewContext} ViewContext
  */
@@ -20,11 +20,11 @@ const PERIOD_LABELS = { day: "today", week: "this week", month: "this month", no
 
 /** @param {Budget} b */
 function budgetGauge(b) {
-  const label = `${b.category} · ${PERIOD_LABELS[b.period] ?? b.period}`;
+  const label = `${b.category} · ${PERIOD_LABELS[b.period] ?? b.period}${b.shadow === true ? " · shadow" : ""}`;
   // The first threshold below the amount marks where alerts start, as the audit events do.
   const first = b.thresholds.find((t) => t < 1);
   const soft = first === undefined ? undefined : Math.floor(first * b.amount);
-  const figure = gauge({ label, used: b.used, soft, hard: b.amount, format: formatCount, bounds: thresholdText(b.thresholds) });
+  const figure = gauge({ label, used: b.used, soft, hard: b.amount, format: formatCount, bounds: thresholdText(b.thresholds, b.shadow === true) });
   const when = b.resets_at === null ? el("p", { class: "hint" }, `${formatCount(b.remaining)} remaining; top-ups add to it`) : el("p", { class: "hint" }, `${formatCount(b.remaining)} remaining · resets `, time(b.resets_at));
   figure.appendChild(when);
   return figure;
