@@ -136,8 +136,8 @@ const requestArb: fc.Arbitrary<RequestSpec> = fc
     })
     .map(({ hang, ...r }) => ({ ...r, hangUp: hang === 0, bodyBytes: r.method === "PUT" || r.method === "POST" ? r.bodyBytes : 0 }));
 
-/** A burst's answers come back in a scripted order, far enough apart that the model can follow it. */
-const BURST_DELAYS_MS = [20, 90, 160];
+/** A burst's answers come back in a scripted order, late enough that every admission of the burst has run first. */
+const BURST_DELAYS_MS = [50, 120, 190];
 
 const withDelays = (requests: RequestSpec[], delays: number[]): Step => ({ kind: "send", requests: requests.map((r, i) => ({ ...r, origin: { ...r.origin, delayMs: delays[i]! } })) });
 
@@ -148,7 +148,7 @@ const stepArb: fc.Arbitrary<Step> = fc.oneof(
     // An upload racing a delete of the same object (a re-upload of the same size is a dedup), either answered first.
     weight: 1,
     arbitrary: fc
-      .tuple(fc.constantFrom("a", "b"), fc.constantFrom<Credential>("kA", "kB"), fc.constantFrom(3, 8), originArb, originArb, fc.shuffledSubarray([20, 160], { minLength: 2, maxLength: 2 }))
+      .tuple(fc.constantFrom("a", "b"), fc.constantFrom<Credential>("kA", "kB"), fc.constantFrom(3, 8), originArb, originArb, fc.shuffledSubarray([50, 190], { minLength: 2, maxLength: 2 }))
       .map(([object, credential, bodyBytes, put, del, delays]) =>
         withDelays(
           [

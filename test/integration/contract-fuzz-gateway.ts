@@ -41,6 +41,8 @@ export interface ObservedLimit {
 
 export interface Observed {
   answers: ObservedAnswer[];
+  /** For each step that sent requests, the order their answers ended in (indices into the step's requests). */
+  answerOrders: Record<number, number[]>;
   /** The paths the origin received, sorted. */
   originPaths: string[];
   limits: ObservedLimit[];
@@ -141,7 +143,7 @@ export async function runThroughGateway(scenario: Scenario, startMs: number): Pr
     return gatewayRequest(spec.path, { method: spec.method, ip, headers, ...(body === undefined ? {} : { body }) });
   };
 
-  const call = async (spec: RequestSpec): Promise<ObservedAnswer> => {
+  const call = async (spec: RequestSpec, index: number, answered: number[]): Promise<ObservedAnswer> => {
     const ctx = createExecutionContext();
     const res = await runtime.gateway(requestOf(spec), testEnv, ctx);
     const problem = res.headers.get("content-type") === "application/problem+json";
@@ -151,6 +153,7 @@ export async function runThroughGateway(scenario: Scenario, startMs: number): Pr
       const text = await res.text();
       if (problem) body = JSON.parse(text) as Record<string, unknown>;
     }
+    answered.push(index);
     await waitOnExecutionContext(ctx);
     return {
       status: res.status,
@@ -164,12 +167,17 @@ export async function runThroughGateway(scenario: Scenario, startMs: number): Pr
   };
 
   const answers: ObservedAnswer[] = [];
+  const answerOrders: Record<number, number[]> = {};
   for (const [index, step] of scenario.steps.entries()) {
     if (step.kind === "advance") clock.nowMs += step.ms;
     else if (step.kind === "topup") {
       const b = scenario.budgets[step.budget];
       if (b?.period === "none") await admin("POST", `${ownerPath(b.owner)}/budgets/${b.category}/topups`, { amount: step.amount, reason: "contract fuzz" });
-    } else answers.push(...(await withinTime(Promise.all(step.requests.map(call)), `step ${index}`)));
+    } else {
+      const answered: number[] = [];
+      answers.push(...(await withinTime(Promise.all(step.requests.map((r, i) => call(r, i, answered))), `step ${index}`)));
+      answerOrders[index] = answered;
+    }
   }
 
   const originPaths = (await originLog(tag)).map((seen) => seen.path).sort();
@@ -206,5 +214,5 @@ export async function runThroughGateway(scenario: Scenario, startMs: number): Pr
     const read = await admin("GET", `${ownerPath(b.owner)}/budgets/${b.category}`);
     budgets.push({ owner: `${b.owner.kind}:${b.owner.name}`, category: b.category, used: Number(read.used) });
   }
-  return { answers, originPaths, limits, quota, budgets };
+  return { answers, answerOrders, originPaths, limits, quota, budgets };
 }
