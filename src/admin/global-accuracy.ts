@@ -8,12 +8,21 @@
 // it never under-states), the exact GCRA's figure B + Δ·C/W for the minutes
 // with traffic, and the published bound, which adds L·C/W; the same for
 // the busiest minute; and per ledger, its calls per second. A key is named
-// by its id (looked up by digest), an address only as `ip`. Auditor may read.
+// by its id (looked up by digest), an address only as `ip`.
+//
+// Leased budgets: the quota objects of owners with budgets, busiest first by
+// their tenants' traffic (src/db/budget-objects.ts), at most `limit`, each
+// asked for its budgets' lease grants and refusals in the span (counted in
+// the object's memory: `counted_since` says from when) and the units its
+// isolates hold in leases now. Auditor may read.
 import type { Hono } from "hono";
 import { z } from "zod";
 import { database } from "../db/client";
+import { busiestBudgetObjects } from "../db/budget-objects";
 import { keysByDigests } from "../db/keys";
-import { REGISTER_EVERY_MS, MINUTE_MS } from "../durable/ledger-accuracy";
+import type { BudgetLeaseAccuracyReport } from "../durable/budget-lease-accuracy";
+import { budgetLeaseAccuracyOf } from "../durable/budget-client";
+import { MINUTE_MS, minuteOf, REGISTER_EVERY_MS } from "../durable/ledger-accuracy";
 import { ledgerAccuracyOf, listLedgers } from "../durable/ledger-client";
 import type { LedgerAccuracy, LedgerLimitAccuracy } from "../durable/ledger-types";
 import { boundUnits, leaseMsFor } from "../engine/lease-types";
@@ -66,6 +75,37 @@ interface LedgerAnswer {
   calls_per_s: number;
   peak_calls_per_s: number;
   limits: LimitAnswer[];
+}
+
+interface BudgetAnswer {
+  owner: string;
+  category: string;
+  period: string;
+  amount: number;
+  used: number;
+  held_in_leases: number;
+  lease_grants: number;
+  leased_units: number;
+  refused: number;
+  refused_while_held_elsewhere: number;
+  counted_since: string;
+}
+
+function budgetAnswers(report: BudgetLeaseAccuracyReport, sinceMs: number): BudgetAnswer[] {
+  const counted = new Date(Math.max(sinceMs, report.countingSinceMs)).toISOString();
+  return report.budgets.map((b) => ({
+    owner: b.owner,
+    category: b.category,
+    period: b.period,
+    amount: b.amount,
+    used: b.used,
+    held_in_leases: b.leased,
+    lease_grants: b.grants,
+    leased_units: b.grantedUnits,
+    refused: b.refused,
+    refused_while_held_elsewhere: b.refusedWhileLeased,
+    counted_since: counted,
+  }));
 }
 
 function kindOf(label: string): LedgerAnswer["kind"] {
@@ -137,6 +177,14 @@ export function registerGlobalAccuracyRoutes(app: Hono<AdminEnv>): void {
     });
     if (unreachable > 0) log.warn("ledger_accuracy_unreachable", { ledgers: unreachable });
     ledgers.sort((a, b) => b.calls - a.calls);
+
+    const objects = await stored(() => busiestBudgetObjects(database(c.env.DB), minuteOf(sinceMs), query.value.limit ?? DEFAULT_ACCURACY_LEDGERS));
+    const budgetNs = { tenant: c.env.TENANT_QUOTA, org: c.env.ORG_QUOTA };
+    const budgetReports = await Promise.allSettled(objects.map((o) => budgetLeaseAccuracyOf(budgetNs, o.object, sinceMs, nowMs)));
+    const budgets = budgetReports.flatMap((r) => (r.status === "fulfilled" ? budgetAnswers(r.value, sinceMs) : []));
+    budgets.sort((a, b) => b.refused_while_held_elsewhere - a.refused_while_held_elsewhere || b.lease_grants - a.lease_grants || a.owner.localeCompare(b.owner));
+    const budgetObjectsUnreachable = budgetReports.filter((r) => r.status === "rejected").length;
+    if (budgetObjectsUnreachable > 0) log.warn("budget_accuracy_unreachable", { objects: budgetObjectsUnreachable });
     return c.json({
       minutes,
       since: new Date(sinceMs).toISOString(),
@@ -146,7 +194,9 @@ export function registerGlobalAccuracyRoutes(app: Hono<AdminEnv>): void {
       ledgers_read: listing.ledgers.length - unreachable,
       unreachable,
       ledgers,
-      budgets: [],
+      budget_objects_read: objects.length - budgetObjectsUnreachable,
+      budget_objects_unreachable: budgetObjectsUnreachable,
+      budgets,
     });
   });
 }

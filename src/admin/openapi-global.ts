@@ -39,11 +39,28 @@ const ledger: Json = {
   },
 };
 
+const budget: Json = {
+  type: "object",
+  properties: {
+    owner: { type: "string", description: "key:<id>, tenant:<slug> or org:<slug>" },
+    category: { type: "string" },
+    period: { type: "string", enum: ["day", "week", "month", "none"] },
+    amount: int,
+    used: { type: "integer", description: "spent this period, the units leased to isolates included" },
+    held_in_leases: { type: "integer", description: "units isolates hold in live leases and have not reported spent" },
+    lease_grants: { type: "integer", description: "leases granted in the span" },
+    leased_units: { type: "integer", description: "units those leases carried" },
+    refused: { type: "integer", description: "asks refused in the span (the budget could not give what waited)" },
+    refused_while_held_elsewhere: { type: "integer", description: "of those, refused while other isolates held units of the budget in live leases" },
+    counted_since: { type: "string", format: "date-time", description: "the object counts in memory: from the span's start, or from when it last started if later" },
+  },
+};
+
 export function globalPaths(): Json {
   return {
     "/global/accuracy": {
       get: op(
-        "How close global limits stayed to exact in the last `minutes`, from the ledgers' own records: per ledger with traffic (busiest first, at most `limit`), its calls per second and, per global limit, the units admitted against the exact GCRA's figure and the published bound, over the span and in the busiest minute. Ledgers are found through the directory every ledger with calls registers with every 10 minutes.",
+        "How close global limits and leased budgets stayed to exact in the last `minutes`, from the objects' own records: per ledger with traffic (busiest first, at most `limit`), its calls per second and, per global limit, the units admitted against the exact GCRA's figure and the published bound, over the span and in the busiest minute; per leased budget (of the `limit` busiest quota objects holding budgets), the units held in leases and the refusals made while other isolates held units. Ledgers are found through the directory every ledger with calls registers with every 10 minutes.",
         {
           "200": {
             description: "the report",
@@ -58,7 +75,9 @@ export function globalPaths(): Json {
                 ledgers_read: int,
                 unreachable: { type: "integer", description: "listed ledgers that did not answer (left out)" },
                 ledgers: { type: "array", items: ledger },
-                budgets: { type: "array", description: "leased budgets: units held in leases and refusals made while units were held elsewhere (empty while budgets do not lease)", items: { type: "object" } },
+                budget_objects_read: int,
+                budget_objects_unreachable: { type: "integer", description: "quota objects that did not answer (their budgets left out)" },
+                budgets: { type: "array", description: "budgets with lease grants or refusals in the span, those refused while units were held elsewhere first", items: budget },
               },
             }),
           },

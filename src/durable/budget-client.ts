@@ -9,6 +9,7 @@
 // response-priced category settles its actual cost at both; a request
 // refused after its reserve (by a later step) releases it.
 import { errorName, log } from "../log/logger";
+import type { BudgetLeaseAccuracyReport } from "./budget-lease-accuracy";
 import type { BudgetAdjustRequest, BudgetLeaseRequest, BudgetLeaseResult } from "./budget-lease-types";
 import type { BudgetReserveResult, BudgetSettleResult, BudgetSpend, BudgetState, BudgetThresholdAudit } from "./budget-types";
 import type { OrgQuota } from "./org-quota";
@@ -143,6 +144,12 @@ function budgetStub(ns: BudgetNamespaces, object: string): DurableObjectStub<Ten
 export function leaseBudgets(ns: BudgetNamespaces, object: string, req: BudgetLeaseRequest): Promise<BudgetLeaseResult> {
   const stub = budgetStub(ns, object);
   return callQuota(async (): Promise<BudgetLeaseResult> => stub.budgetLease(req));
+}
+
+/** A budget object's lease grants and refusals since `sinceMs`, and what its budgets hold now (GET /global/accuracy). Throws when the object does not answer. */
+export function budgetLeaseAccuracyOf(ns: BudgetNamespaces, object: string, sinceMs: number, nowMs: number): Promise<BudgetLeaseAccuracyReport> {
+  const stub = budgetStub(ns, object);
+  return callQuota(async (): Promise<BudgetLeaseAccuracyReport> => stub.budgetLeaseAccuracy({ sinceMs: Math.floor(sinceMs), nowMs: Math.floor(nowMs) }));
 }
 
 /** Debts past a lease and refunds after one closed, at a budget object. Throws when the object does not answer. */

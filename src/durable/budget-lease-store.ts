@@ -18,6 +18,7 @@
 //   `expires_at`; its unreported units stay counted (never an under-count),
 //   and its row goes LEASE_ROW_RETENTION_MS later.
 // - Adjust: a debt past a lease, or a refund after its lease closed.
+import { type BudgetLeaseAccuracyReport, BudgetLeaseCounter } from "./budget-lease-accuracy";
 import type { BudgetAdjustRequest, BudgetLeaseAnswer, BudgetLeaseItem, BudgetLeaseRequest, BudgetLeaseResult } from "./budget-lease-types";
 import { BUDGET_LEASE_SQL } from "./budget-sql";
 import { type BudgetRows, checkBudgetName, checkBudgetTime, checkBudgetUnits, type LiveBudget } from "./budget-store";
@@ -57,6 +58,8 @@ function fits(live: LiveBudget, need: number): boolean {
 
 export class BudgetLeaseStore {
   readonly #rows: BudgetRows;
+  /** Grants and refusals per budget and minute, for GET /global/accuracy (budget-lease-accuracy.ts). */
+  readonly #counter = new BudgetLeaseCounter(Date.now());
 
   constructor(rows: BudgetRows) {
     this.#rows = rows;
@@ -89,6 +92,10 @@ export class BudgetLeaseStore {
         if (exhausted) return { status: fits(live, item.need) ? "withheld" : "exhausted", budget: this.#rows.state(live) };
         return this.#grant(item, live, req.leaseMs, nowMs, audits);
       });
+      // A refusal while other isolates hold units of the budget (the asker's own lease was closed above).
+      answers.forEach((a, i) => {
+        if (a.status === "exhausted") this.#counter.refused(req.items[i]!.owner, req.items[i]!.category, this.leased(req.items[i]!.owner, req.items[i]!.category, nowMs) > 0, nowMs);
+      });
       return { answers, audits };
     });
   }
@@ -116,6 +123,19 @@ export class BudgetLeaseStore {
       }
       return audits;
     });
+  }
+
+  /** Each budget with grants or refusals in the minutes since `sinceMs`: those counts, and its amount, `used` and units leased now. */
+  accuracy(req: { sinceMs: number; nowMs: number }): BudgetLeaseAccuracyReport {
+    checkBudgetTime(req.nowMs);
+    checkBudgetTime(req.sinceMs);
+    const budgets = this.#counter.since(req.sinceMs).flatMap((c) => {
+      const live = this.#rows.live(c.owner, c.category, req.nowMs);
+      if (live === null) return [];
+      const state = this.#rows.state(live);
+      return [{ ...c, period: state.period, amount: state.amount, used: state.used, leased: this.leased(c.owner, c.category, req.nowMs) }];
+    });
+    return { budgets, countingSinceMs: this.#counter.startedAtMs };
   }
 
   /** Units held in live leases of a budget and not reported spent: what its `used` counts ahead of the spend it knows of. */
@@ -151,6 +171,7 @@ export class BudgetLeaseStore {
     const extra = Math.min(item.extra, Math.floor((remaining - base) / (2 * (others + 1))));
     const units = base + Math.max(0, extra);
     live.used += units;
+    this.#counter.granted(item.owner, item.category, units, nowMs);
     this.#rows.write(live, audits);
     const state = this.#rows.state(live);
     const expiresAtMs = Math.min(nowMs + leaseMs, state.resetsAtMs ?? Number.POSITIVE_INFINITY);

@@ -38,6 +38,7 @@
 // at the tenant does not stay held at the org when that tenant goes quiet.
 
 import { DurableObject } from "cloudflare:workers";
+import type { BudgetLeaseAccuracyReport } from "./budget-lease-accuracy";
 import { BudgetLeaseStore } from "./budget-lease-store";
 import type { BudgetAdjustRequest, BudgetLeaseRequest, BudgetLeaseResult } from "./budget-lease-types";
 import { BudgetStore } from "./budget-store";
@@ -293,6 +294,11 @@ export class OrgQuota extends DurableObject<Env> {
   /** Debts past a lease and refunds after one closed. */
   budgetAdjust(req: BudgetAdjustRequest): BudgetThresholdAudit[] {
     return this.#leases.adjust(req);
+  }
+
+  /** Its budgets' lease grants and refusals lately, and what they hold now, for GET /global/accuracy (budget-lease-accuracy.ts). */
+  budgetLeaseAccuracy(req: { sinceMs: number; nowMs: number }): BudgetLeaseAccuracyReport {
+    return this.#leases.accuracy(req);
   }
 
   budgetPurge(owner: string | null): number {

@@ -24,6 +24,7 @@
 // Every change bumps `seq`; settle results carry a TenantReport for the org.
 
 import { DurableObject } from "cloudflare:workers";
+import type { BudgetLeaseAccuracyReport } from "./budget-lease-accuracy";
 import { BudgetLeaseStore } from "./budget-lease-store";
 import type { BudgetAdjustRequest, BudgetLeaseRequest, BudgetLeaseResult } from "./budget-lease-types";
 import { BudgetStore } from "./budget-store";
@@ -373,6 +374,11 @@ export class TenantQuota extends DurableObject<Env> {
   /** Debts past a lease and refunds after one closed. */
   budgetAdjust(req: BudgetAdjustRequest): BudgetThresholdAudit[] {
     return this.#leases.adjust(req);
+  }
+
+  /** Its budgets' lease grants and refusals lately, and what they hold now, for GET /global/accuracy (budget-lease-accuracy.ts). */
+  budgetLeaseAccuracy(req: { sinceMs: number; nowMs: number }): BudgetLeaseAccuracyReport {
+    return this.#leases.accuracy(req);
   }
 
   budgetPurge(owner: string | null): number {

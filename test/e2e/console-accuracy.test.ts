@@ -2,8 +2,9 @@
 // wrangler dev): a key with a global limit sends requests past it, and the
 // view shows its ledger — the caller named by its key id, linked to explain —
 // with the units admitted against the exact GCRA's figure and the bound, over
-// the span and in the busiest minute, and the ledger's calls per second; the
-// auditor reads it too; a span the API refuses is named at its field.
+// the span and in the busiest minute, and the ledger's calls per second; a
+// budget's credits spent through leases, with their refusals; the auditor
+// reads it too; a span the API refuses is named at its field.
 // Screenshots at 1280 and 375 px wide.
 import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -41,6 +42,14 @@ describe.runIf(BROWSER_TESTS)("the console's accuracy view", () => {
     }
     const limit = figures!.limits[0]!;
     expect(limit.admitted).toBe(5);
+    // A tenant's credits, spent through leases and refused once spent.
+    const budgeted = unique("con-accb");
+    expect((await arrange("PUT", `/tenants/${budgeted}`, {})).status).toBe(201);
+    const spender = (await arrange("POST", `/tenants/${budgeted}/keys`, { name: "credits" })).body as { key: string };
+    expect((await arrange("PUT", `/tenants/${budgeted}/budgets/request`, { amount: 3, period: "none" })).status).toBe(201);
+    const spent: number[] = [];
+    for (let i = 0; i < 5; i++) spent.push((await fetch(`${gateway().gatewayUrl}/credits`, { headers: { authorization: `Bearer ${spender.key}` } })).status);
+    expect(spent).toEqual([200, 200, 200, 402, 402]);
 
     const tab = await openConsole(browser);
     const { page } = tab;
@@ -61,6 +70,8 @@ describe.runIf(BROWSER_TESTS)("the console's accuracy view", () => {
     expect(await block.locator(".meta").textContent()).toMatch(/^Ledger calls: \d+ · [\d.]+ a second · at most \d+ in one second$/);
     await block.locator("summary", { hasText: "Figures" }).click();
     expect(await block.getByRole("cell").allTextContents()).toEqual(expect.arrayContaining(["5"]));
+    const budgetRow = page.getByRole("row", { name: new RegExp(`tenant:${budgeted}`) });
+    expect(await budgetRow.getByRole("cell").allTextContents()).toEqual([`tenant:${budgeted}`, "request", "3 of 3", expect.stringMatching(/^\d$/), expect.stringMatching(/^\d+ \(3\)$/), "1", "0"]);
     await block.scrollIntoViewIfNeeded();
     await screenshot(page, "accuracy");
 

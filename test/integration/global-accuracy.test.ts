@@ -2,11 +2,14 @@
 // gateways (two isolates) over the real LimitLedger, then the report read
 // from the ledgers found through their directory — admitted units against
 // the exact GCRA figure and the bound, refusals, calls per second; a key
-// named by its id, an address never named; the auditor; bad parameters; an
-// unreachable directory.
+// named by its id, an address never named; a leased budget's units held in
+// leases and its refusals while another isolate held some; the auditor; bad
+// parameters; an unreachable directory.
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import { database } from "../../src/db/client";
 import { boundUnits, leaseMsFor } from "../../src/engine/lease-types";
+import { trafficFlushOptionsFor } from "../../src/limits/traffic";
 import { compileLimit } from "../../src/engine/limit";
 import { clockedGateway, eventually, gatewayRequest, problemOf, uniqueIp } from "../helpers";
 import { adminCall, AUDITOR_TOKEN, jsonOf, tenantWithKey, testConfig } from "./admin-helpers";
@@ -38,13 +41,26 @@ interface Ledger {
   peak_calls_per_s: number;
   limits: Limit[];
 }
+interface BudgetFigures {
+  owner: string;
+  category: string;
+  period: string;
+  amount: number;
+  used: number;
+  held_in_leases: number;
+  lease_grants: number;
+  leased_units: number;
+  refused: number;
+  refused_while_held_elsewhere: number;
+  counted_since: string;
+}
 interface Report {
   minutes: number;
   settings: { max_overshoot: number; min_lease_ms: number };
   ledgers_seen: number;
   unreachable: number;
   ledgers: Ledger[];
-  budgets: unknown[];
+  budgets: BudgetFigures[];
 }
 
 const config = testConfig({
@@ -81,7 +97,6 @@ describe("GET /global/accuracy", () => {
     expect(report.minutes).toBe(60);
     expect(report.settings).toEqual({ max_overshoot: 0.02, min_lease_ms: 50 });
     expect(report.unreachable).toBe(0);
-    expect(report.budgets).toEqual([]);
     expect(JSON.stringify(report)).not.toContain(ip);
 
     const keyLedger = report.ledgers.find((l) => l.caller === `key:${id}`)!;
@@ -110,6 +125,40 @@ describe("GET /global/accuracy", () => {
 
     // An address's ledger is there, unnamed.
     expect(report.ledgers.some((l) => l.kind === "ip" && l.caller === null && l.explain === null && l.limits[0]!.limit.count === 3)).toBe(true);
+  });
+
+  it("reports a leased budget's units held in leases and the refusals made while another isolate held some", async () => {
+    const budgetConfig = testConfig();
+    const { tenant, key } = await tenantWithKey(budgetConfig, {}, "accb");
+    await jsonOf(await adminCall("PUT", `/tenants/${tenant}/budgets/request`, budgetConfig, { body: { amount: 4, period: "none" } }), 201);
+    const start = Date.now();
+    const [a, b] = [clockedGateway(budgetConfig, {}, start), clockedGateway(budgetConfig, {}, start)];
+    const keyed = () => gatewayRequest("/things", { ip: "198.51.100.81", headers: { authorization: `Bearer ${key}` } });
+    // A: a lease of 1, then (its demand doubling) one of 2, of which it spends 1. B: the last unit, then a refusal while A holds one.
+    const statuses: number[] = [];
+    for (const [gateway, at] of [[a, 0], [a, 10], [b, 20], [b, 30]] as const) {
+      gateway.clock.nowMs = start + at;
+      statuses.push((await gateway.call(keyed(), { settle: true })).status);
+    }
+    expect(statuses).toEqual([200, 200, 200, 402]);
+    for (const gateway of [a, b]) await gateway.runtime.traffic.flushNow(database(env.DB), gateway.clock.nowMs, trafficFlushOptionsFor(gateway.runtime, env as never, 86_400_000));
+
+    const report = await jsonOf<Report>(await adminCall("GET", "/global/accuracy?limit=200", budgetConfig), 200);
+    const budget = report.budgets.find((x) => x.owner === `tenant:${tenant}`);
+    expect(budget).toEqual({
+      owner: `tenant:${tenant}`,
+      category: "request",
+      period: "none",
+      amount: 4,
+      used: 4,
+      // A's lease of 2, neither unit reported spent yet.
+      held_in_leases: 2,
+      lease_grants: 3,
+      leased_units: 4,
+      refused: 1,
+      refused_while_held_elsewhere: 1,
+      counted_since: expect.any(String),
+    });
   });
 
   it("lets the auditor read, and names a bad parameter", async () => {

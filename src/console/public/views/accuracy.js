@@ -4,8 +4,9 @@
 // its calls per second and its busiest second; per global limit, a gauge of
 // the units admitted against the published bound with the exact GCRA's
 // figure marked (past it: the amber part; past the bound: red), over the
-// span and in the busiest minute, and the figures behind them. Leased
-// budgets follow when the answer has any.
+// span and in the busiest minute, and the figures behind them. Then the
+// leased budgets: the units isolates hold in leases, and the refusals made
+// while other isolates held some.
 import { gauge } from "../charts.js";
 import { el, formatCount, notice, table, time } from "../dom.js";
 import { field, input } from "../forms.js";
@@ -15,7 +16,7 @@ import { link, page, refused, searchForm, section, valueOf } from "../view.js";
  * @typedef {{ admitted: number, exact: number, bound: number, within_bound: boolean }} Measured
  * @typedef {Measured & { category: string, limit: { count: number, window_s: number, burst: number }, lease_ms: number, granted: number, given_back: number, asks: number, refused_asks: number, from: string, busiest_minute: Measured & { at: string } }} LimitFigures
  * @typedef {{ caller: string | null, kind: string, tenant: string | null, explain: string | null, calls: number, calls_per_s: number, peak_calls_per_s: number, limits: LimitFigures[] }} LedgerFigures
- * @typedef {{ owner: string, category: string, held_in_leases: number, refused_while_held_elsewhere: number }} LeasedBudget
+ * @typedef {{ owner: string, category: string, period: string, amount: number, used: number, held_in_leases: number, lease_grants: number, leased_units: number, refused: number, refused_while_held_elsewhere: number, counted_since: string }} LeasedBudget
  */
 
 const DEFAULT_MINUTES = 60;
@@ -87,15 +88,24 @@ function ledgerBlock(ledger) {
   );
 }
 
-/** @param {LeasedBudget[]} budgets */
-function budgetsSection(budgets) {
+/**
+ * @param {LeasedBudget[]} budgets
+ * @param {number} minutes
+ * @param {string} since the span's start
+ */
+function budgetsSection(budgets, minutes, since) {
+  // An object counts in memory: one that started within the span counted from then.
+  const later = budgets.map((b) => b.counted_since).filter((t) => t > since).sort();
   return section(
-    "Leased budgets",
+    `Leased budgets in the last ${minutes} minutes`,
+    el("p", { class: "hint" }, "Held in leases: units granted to isolates, counted in used, not yet reported spent. A refusal while units were held elsewhere is one an exact counter might not have made: those units come back as their leases are spent or end."),
     table(
       "Leased budgets",
-      ["Budget", "Category", "Units held in leases", "Refused while units were held elsewhere"],
-      budgets.map((b) => [b.owner, b.category, formatCount(b.held_in_leases), formatCount(b.refused_while_held_elsewhere)]),
+      ["Budget", "Category", "Used of amount", "Held in leases", "Leases granted (units)", "Refused", "Refused while held elsewhere"],
+      budgets.map((b) => [b.owner, b.category, `${formatCount(b.used)} of ${formatCount(b.amount)}`, formatCount(b.held_in_leases), `${formatCount(b.lease_grants)} (${formatCount(b.leased_units)})`, formatCount(b.refused), formatCount(b.refused_while_held_elsewhere)]),
+      "No budget leased or refused in these minutes.",
     ),
+    later.length === 0 ? null : el("p", { class: "hint" }, "Some objects started counting within these minutes (they count in memory), the latest at ", time(later[later.length - 1]), "."),
   );
 }
 
@@ -109,7 +119,7 @@ export async function accuracyView(ctx) {
     el("div", { class: "actions" }, el("button", { type: "submit" }, "Show")),
   );
   const title = "Global limits: accuracy";
-  /** @type {{ minutes: number, settings: { max_overshoot: number, min_lease_ms: number }, ledgers_seen: number, unreachable: number, ledgers: LedgerFigures[], budgets: LeasedBudget[] }} */
+  /** @type {{ minutes: number, since: string, settings: { max_overshoot: number, min_lease_ms: number }, ledgers_seen: number, unreachable: number, ledgers: LedgerFigures[], budgets: LeasedBudget[] }} */
   let report;
   try {
     report = await ctx.api.get("/global/accuracy", { minutes });
@@ -134,7 +144,7 @@ export async function accuracyView(ctx) {
         listed === 0 ? el("p", { class: "empty" }, "No global limit had traffic in these minutes.") : el("p", { class: "meta" }, report.ledgers_seen > listed ? `The ${listed} busiest of ${report.ledgers_seen} ledgers.` : `${listed} ledger${listed === 1 ? "" : "s"}, busiest first.`),
         el("div", {}, report.ledgers.map(ledgerBlock)),
       ),
-      report.budgets.length === 0 ? null : budgetsSection(report.budgets),
+      budgetsSection(report.budgets, report.minutes, report.since),
     ),
   );
 }
