@@ -215,6 +215,16 @@ describe("admit: several limits and subjects", () => {
     for (let i = 0; i < 4; i++) expect(admit(tbl, [request], 0).allowed).toBe(true);
   });
 
+  it("decides a request of 40 charges (a route of many categories over several subjects) on every one of them", () => {
+    const tbl = table();
+    const charges = Array.from({ length: 40 }, (_, i) => charge("key:many", [{ count: 1, window_s: 60 }], 1, `c${i}`));
+    // The last category alone is spent: the request, all or nothing, is refused by it and charges none of the others.
+    expect(admit(tbl, [charges[39]!], 0).allowed).toBe(true);
+    expect(admit(tbl, charges, 0)).toMatchObject({ allowed: false, deniedChargeIndex: 39, retryAfterMs: 60_000 });
+    expect(admit(tbl, charges.slice(0, 39), 0).allowed).toBe(true);
+    expect(admit(tbl, charges.slice(0, 39), 0)).toMatchObject({ allowed: false, retryAfterMs: 60_000 });
+  });
+
   it("keeps each category's state apart for the same subject", () => {
     const tbl = table();
     for (let i = 0; i < 5; i++) admit(tbl, [charge("tenant:acme", FIVE_PER_5S, 1, "request")], 0);
