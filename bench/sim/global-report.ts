@@ -1,14 +1,11 @@
 // What `npm run simulate` writes about global limits: the Markdown tables
 // that go between the simulate markers of docs/global-limits.md, and the
 // SVG plot beside it.
+import { int, ms, pct, ratio } from "./format";
 import type { GlobalRunResult } from "./global-run";
 import type { GlobalPlanResult } from "./global-plan";
-import { type Panel, panelsSvg } from "./svg-chart";
-
-const int = (n: number): string => Math.round(n).toLocaleString("en-US");
-const ms = (n: number | null): string => (n === null ? "–" : `${int(n)} ms`);
-const pct = (part: number, whole: number): string => (whole === 0 ? "–" : `${((100 * part) / whole).toFixed(part === whole || part === 0 ? 0 : 1)} %`);
-const ratio = (a: number, b: number): string => (b === 0 ? "–" : (a / b).toFixed(3));
+import { scenarioPanels } from "./scenario-panels";
+import { panelsSvg } from "./svg-chart";
 
 function excess(r: GlobalRunResult): string {
   const past = r.worstExcessUnits <= 0 ? "never past it" : `+${int(r.worstExcessUnits)}`;
@@ -107,25 +104,5 @@ export function globalMarkdown(plan: GlobalPlanResult, stamp: string): string {
 }
 
 export function globalSvg(plan: GlobalPlanResult, caption: string): string {
-  const panels: Panel[] = [];
-  // The seconds of demand only: answers that land after it ends would read as a drop.
-  const cut = (r: GlobalRunResult, values: number[]): number[] => values.slice(0, r.series.demand.length);
-  for (const r of plan.scenarios) {
-    panels.push({
-      title: `${r.name}: units per second`,
-      lines: [
-        { label: "requests", color: "#b8bcc4", values: cut(r, r.series.demand) },
-        { label: "exact GCRA admits", color: "#222", values: cut(r, r.series.exact), dashed: true },
-        { label: "admitted", color: "#2f6fdb", values: cut(r, r.series.admitted) },
-      ],
-    });
-  }
-  for (const r of plan.scenarios) {
-    panels.push({
-      title: `${r.name}: object calls per second`,
-      lines: [{ label: "calls reaching the object", color: "#e07b24", values: cut(r, r.series.calls) }],
-      mark: { value: r.capacityPerS, label: "object capacity", color: "#c62828" },
-    });
-  }
-  return panelsSvg({ title: "Global limits over a simulated deployment", caption, xLabel: "seconds", columns: plan.scenarios.length, panels });
+  return panelsSvg({ title: "Global limits over a simulated deployment", caption, xLabel: "seconds", columns: plan.scenarios.length, panels: scenarioPanels(plan.scenarios, "exact GCRA admits") });
 }

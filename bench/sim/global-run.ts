@@ -16,7 +16,8 @@ import { GlobalLeases } from "../../src/limits/global-leases";
 import { type DeploymentParams, Isolates, SimClock, SimObject } from "./deployment";
 import { type DemandSegment, demandEndMs, startDemand } from "./demand";
 import { LedgerModel } from "./ledger-model";
-import { addAt, ExactGcra, quantile, worstExcessUnits } from "./measures";
+import { addAt, ExactGcra, worstExcessUnits } from "./measures";
+import { countLogLines, type RunFigures, runFigures } from "./run-figures";
 
 /** Asks one request may wait for before it is refused as contended (rate-limit.ts MAX_ASK_ROUNDS). */
 const MAX_ASK_ROUNDS = 4;
@@ -38,7 +39,7 @@ export interface GlobalScenario {
   readonly deployment: DeploymentParams;
 }
 
-export interface GlobalRunResult {
+export interface GlobalRunResult extends RunFigures {
   readonly name: string;
   readonly title: string;
   readonly limit: { count: number; window_s: number; burst: number };
@@ -60,24 +61,8 @@ export interface GlobalRunResult {
   /** Refusals while other isolates held live lease units (at least the request's cost), and the most units so held at a refusal. */
   readonly refusedWhileHeldElsewhere: number;
   readonly maxHeldElsewhereUnits: number;
-  /** Requests that waited on the object, and their added latency (arrival to decision), ms. */
-  readonly waited: number;
-  readonly waitedP50Ms: number | null;
-  readonly waitedP99Ms: number | null;
-  readonly waitedMaxMs: number | null;
-  /** Calls that reached the object, per second: mean over the seconds with demand, the busiest second, the capacity. */
-  readonly objectCalls: number;
-  readonly callsPerSMean: number;
-  readonly callsPerSMax: number;
-  /** The busiest second from 5 s after demand began (past the cold start of every isolate). */
-  readonly callsPerSWarmMax: number;
-  /** The mean over the seconds from 5 s after demand began to its end (0: none). */
-  readonly callsPerSWarmMean: number;
-  readonly capacityPerS: number;
-  readonly maxQueueMs: number;
   readonly callsPer1000Admitted: number;
   readonly failedCalls: number;
-  readonly warnings: Readonly<Record<string, number>>;
   /** Per second: requests, admitted units, the exact GCRA's units, calls reaching the object. */
   readonly series: { readonly demand: number[]; readonly admitted: number[]; readonly exact: number[]; readonly calls: number[] };
 }
@@ -90,32 +75,8 @@ interface SimIsolate {
   retired: boolean;
 }
 
-/** Mean calls per second over the seconds from `fromS` that had demand. */
-function warmMean(calls: readonly number[], demand: readonly number[], fromS: number): number {
-  let sum = 0;
-  let seconds = 0;
-  for (let s = Math.max(0, fromS); s < demand.length; s++) {
-    if (demand[s] === 0) continue;
-    sum += calls[s] ?? 0;
-    seconds++;
-  }
-  return seconds === 0 ? 0 : sum / seconds;
-}
-
 function countWaiting(shorts: ReadonlyMap<LeaseGroup, Short[]>, sign: 1 | -1): void {
   for (const list of shorts.values()) for (const s of list) s.slot.waitingUnits += sign * s.need;
-}
-
-/** Counts the lease layer's warnings by event instead of printing them (a run can log thousands). */
-function countWarnings(into: Record<string, number>): () => void {
-  const original = console.warn;
-  console.warn = (line: unknown): void => {
-    const event = typeof line === "string" ? /"event":"([^"]+)"/.exec(line)?.[1] : undefined;
-    into[event ?? "other"] = (into[event ?? "other"] ?? 0) + 1;
-  };
-  return () => {
-    console.warn = original;
-  };
 }
 
 export async function runGlobal(scenario: GlobalScenario): Promise<GlobalRunResult> {
@@ -220,7 +181,7 @@ export async function runGlobal(scenario: GlobalScenario): Promise<GlobalRunResu
     else conclude(iso, outcome, cost, arrivalMs, t, false);
   });
 
-  const restore = countWarnings(warnings);
+  const restore = countLogLines(warnings);
   try {
     await clock.run();
     await Promise.all(pending);
@@ -231,9 +192,6 @@ export async function runGlobal(scenario: GlobalScenario): Promise<GlobalRunResu
   const leaseMs = leaseMsFor(limit, options.maxOvershoot, options.minLeaseMs);
   const boundExtra = boundUnits(limit, 0, leaseMs) - limit.burst;
   const worst = worstExcessUnits(limit, spends);
-  const activeSeconds = demandPerS.filter((n) => n > 0).length;
-  const calls = object.offeredPerS;
-  const firstDemandS = demandPerS.findIndex((n) => n > 0);
   return {
     name: scenario.name,
     title: scenario.title,
@@ -252,20 +210,9 @@ export async function runGlobal(scenario: GlobalScenario): Promise<GlobalRunResu
     withinBound: worst <= boundExtra,
     refusedWhileHeldElsewhere,
     maxHeldElsewhereUnits: maxHeldElsewhere,
-    waited: waitedMs.length,
-    waitedP50Ms: quantile(waitedMs, 0.5),
-    waitedP99Ms: quantile(waitedMs, 0.99),
-    waitedMaxMs: quantile(waitedMs, 1),
-    objectCalls: object.calls,
-    callsPerSMean: activeSeconds === 0 ? 0 : object.calls / activeSeconds,
-    callsPerSMax: Math.max(0, ...calls),
-    callsPerSWarmMax: Math.max(0, ...calls.slice(firstDemandS + 5)),
-    callsPerSWarmMean: warmMean(calls, demandPerS, firstDemandS + 5),
-    capacityPerS: deployment.objectCallsPerS,
-    maxQueueMs: object.maxQueueMs,
     callsPer1000Admitted: admittedUnits === 0 ? 0 : (1000 * object.calls) / admittedUnits,
     failedCalls: object.failedCalls + object.timedOutCalls,
-    warnings,
-    series: { demand: demandPerS, admitted: admittedPerS, exact: exact.perS, calls },
+    ...runFigures(object, deployment.objectCallsPerS, demandPerS, waitedMs, warnings),
+    series: { demand: demandPerS, admitted: admittedPerS, exact: exact.perS, calls: object.offeredPerS },
   };
 }
