@@ -85,8 +85,8 @@ const budgetArb: fc.Arbitrary<BudgetSpec> = fc.record({
   owner: fc.constantFrom<BudgetSpec["owner"]>({ kind: "key", name: "kA" }, { kind: "key", name: "kB" }, { kind: "tenant", name: "t0" }, { kind: "tenant", name: "t1" }, { kind: "org", name: "o0" }),
   // The priced category and logins more often: their seams need a budget.
   category: fc.constantFrom(...CATEGORIES, "tokens", "login"),
-  amount: fc.integer({ min: 1, max: 40 }),
-  period: fc.constantFrom<BudgetSpec["period"]>("month", "month", "day", "none"),
+  amount: fc.oneof(fc.integer({ min: 1, max: 6 }), fc.integer({ min: 1, max: 40 })),
+  period: fc.constantFrom<BudgetSpec["period"]>("month", "day", "none", "none"),
 });
 
 /** A path a client might send for one of the routes, or for none. */
@@ -145,21 +145,6 @@ const stepArb: fc.Arbitrary<Step> = fc.oneof(
   { weight: 2, arbitrary: fc.constantFrom(1, 250, 999, 1000, 4000, 6000, 60_000, 86_400_000).map((ms): Step => ({ kind: "advance", ms })) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant<"topup">("topup"), budget: fc.integer({ min: 0, max: 2 }), amount: fc.integer({ min: 1, max: 10 }) }) },
   {
-    // An upload racing a delete of the same object (a re-upload of the same size is a dedup), either answered first.
-    weight: 1,
-    arbitrary: fc
-      .tuple(fc.constantFrom("a", "b"), fc.constantFrom<Credential>("kA", "kB"), fc.constantFrom(3, 8), originArb, originArb, fc.shuffledSubarray([50, 190], { minLength: 2, maxLength: 2 }))
-      .map(([object, credential, bodyBytes, put, del, delays]) =>
-        withDelays(
-          [
-            { method: "PUT", path: `/objects/${object}`, credential, bodyBytes, hangUp: false, origin: put },
-            { method: "DELETE", path: `/objects/${object}`, credential, bodyBytes: 0, hangUp: false, origin: del },
-          ],
-          delays,
-        ),
-      ),
-  },
-  {
     // One request sent two or three times at once, each answered its own way (concurrent logins, an upload racing itself).
     weight: 1,
     arbitrary: fc
@@ -175,6 +160,37 @@ const stepArb: fc.Arbitrary<Step> = fc.oneof(
   },
 );
 
+/**
+ * Steps that meet where the seams are: an upload, then the same upload (a
+ * dedup) racing a delete of that object, either answered first; one request
+ * sent several times in a row, each answered its own way (a budget or a
+ * limit running out, a priced debt, failed logins), with a top-up of
+ * credits somewhere among them.
+ */
+const groupArb: fc.Arbitrary<Step[]> = fc.oneof(
+  { weight: 6, arbitrary: stepArb.map((step) => [step]) },
+  {
+    weight: 1,
+    arbitrary: fc
+      .tuple(fc.constantFrom("a", "b"), fc.constantFrom<Credential>("kA", "kB"), fc.constantFrom(3, 8), fc.constantFrom(200, 201, 200, 500), fc.constantFrom(200, 204, 200, 404), fc.shuffledSubarray([50, 190], { minLength: 2, maxLength: 2 }))
+      .map(([object, credential, bodyBytes, putStatus, deleteStatus, delays]): Step[] => {
+        const put: RequestSpec = { method: "PUT", path: `/objects/${object}`, credential, bodyBytes, hangUp: false, origin: { status: 200, cost: null, delayMs: 0 } };
+        const del: RequestSpec = { method: "DELETE", path: `/objects/${object}`, credential, bodyBytes: 0, hangUp: false, origin: { status: deleteStatus, cost: null, delayMs: 0 } };
+        return [{ kind: "send", requests: [put] }, withDelays([{ ...put, origin: { ...put.origin, status: putStatus } }, del], delays)];
+      }),
+  },
+  {
+    weight: 1,
+    arbitrary: fc
+      .tuple(requestArb, fc.array(originArb, { minLength: 2, maxLength: 4 }), fc.option(fc.record({ at: fc.nat(), budget: fc.integer({ min: 0, max: 2 }), amount: fc.integer({ min: 1, max: 10 }) }), { nil: null }))
+      .map(([request, origins, topUp]): Step[] => {
+        const steps: Step[] = origins.map((origin) => ({ kind: "send", requests: [{ ...request, origin }] }));
+        if (topUp !== null) steps.splice(1 + (topUp.at % (steps.length - 1)), 0, { kind: "topup", budget: topUp.budget, amount: topUp.amount });
+        return steps;
+      }),
+  },
+);
+
 // No chain from the config to the steps: fast-check shrinks each part of a record on its own.
 export const scenarioArb: fc.Arbitrary<Scenario> = fc
   .record({
@@ -182,9 +198,9 @@ export const scenarioArb: fc.Arbitrary<Scenario> = fc
     tenants: tenantsArb,
     kBTenant: fc.constantFrom<"t0" | "t1">("t0", "t1"),
     budgets: fc.uniqueArray(budgetArb, { maxLength: 3, selector: (b) => `${b.owner.kind}:${b.owner.name}:${b.category}` }),
-    steps: fc.array(stepArb, { minLength: 2, maxLength: 12 }),
+    groups: fc.array(groupArb, { minLength: 2, maxLength: 10 }),
   })
-  .map(({ config, tenants, kBTenant, budgets, steps }): Scenario => ({
+  .map(({ config, tenants, kBTenant, budgets, groups }): Scenario => ({
     config,
     tenants,
     keys: [
@@ -194,7 +210,7 @@ export const scenarioArb: fc.Arbitrary<Scenario> = fc
     // An org budget only where t0 belongs to the org, and only of a category the config knows (the admin API refuses others).
     budgets: budgets.filter((b) => (b.owner.kind !== "org" || tenants[0]!.org !== null) && knownCategories(config).has(b.category)),
     // Shadow mode forwards what it would refuse: a made-up key is left out of it here.
-    steps: config.mode === "shadow" ? steps.map(withoutMadeUpKeys) : steps,
+    steps: config.mode === "shadow" ? groups.flat().map(withoutMadeUpKeys) : groups.flat(),
   }));
 
 function withoutMadeUpKeys(step: Step): Step {
