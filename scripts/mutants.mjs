@@ -614,7 +614,7 @@ export const MUTANTS = [
     file: "src/limits/settle.ts",
     find: "quotaResult = await settleQuota(x, origin.status >= 200 && origin.status < 300);",
     replace: "quotaResult = await settleQuota(x, origin.status >= 200 && origin.status < 400);",
-    tests: ["test/integration/quota.test.ts"],
+    tests: ["test/integration/settle-edges.test.ts", "test/integration/quota.test.ts"],
     breaks: "an upload the origin answers 3xx is committed to the quota",
   },
   {
@@ -622,7 +622,7 @@ export const MUTANTS = [
     file: "src/limits/settle.ts",
     find: "    if (release !== null && ended === null) release();\n",
     replace: "",
-    tests: ["test/integration/in-flight.test.ts"],
+    tests: ["test/integration/settle-edges.test.ts", "test/integration/in-flight.test.ts"],
     breaks: "a small or empty answer never releases its in-flight slot",
   },
   {
@@ -630,7 +630,7 @@ export const MUTANTS = [
     file: "src/limits/settle.ts",
     find: "      // The answer is a small problem: the slot is not held through the quota object's round trip.\n      x.releaseSlot?.();\n",
     replace: "",
-    tests: ["test/integration/in-flight.test.ts"],
+    tests: ["test/integration/settle-edges.test.ts", "test/integration/in-flight.test.ts"],
     breaks: "a request whose origin is unreachable keeps its in-flight slot",
   },
   // ---- src/limits/classify.ts, size.ts, auth-gate.ts, sustained.ts, blocks.ts ----
@@ -688,7 +688,7 @@ export const MUTANTS = [
     file: "src/limits/response-charge.ts",
     find: 'const actual = settlement.kind === "debt" ? charge.reserve + settlement.units : Math.max(0, charge.reserve - settlement.units);',
     replace: "const actual = charge.reserve;",
-    tests: ["test/integration/response-charge.test.ts"],
+    tests: ["test/integration/settle-edges.test.ts", "test/integration/response-charge.test.ts"],
     breaks: "after a debt, RateLimit-Policy and c describe the reserve, not the settled cost",
   },
   {
