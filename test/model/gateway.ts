@@ -48,7 +48,7 @@ export interface ExpectedAnswer {
   hangUp: boolean;
   /** Any of these; more than one only when the contract leaves the choice open. */
   shapes: AnswerShape[];
-  /** The codes Tollgate-Shadow names, in order (shadow mode). */
+  /** The code Tollgate-Shadow names (shadow mode): the refusal enforce would have made. */
   shadow: string[];
   /** The path the origin gets, or null when the gateway answers itself. */
   forwardedPath: string | null;
@@ -220,6 +220,11 @@ export function runModel(
     return out;
   };
 
+  /** Shadow mode: the answer names the refusal enforce would have made, the first step's (later steps still run and record). */
+  const wouldRefuse = (m: Member, code: string): void => {
+    if (m.answer.shadow.length === 0) m.answer.shadow.push(code);
+  };
+
   const refuse = (m: Member, shapes: AnswerShape[]): void => {
     m.answer.shapes = shapes;
     m.done = true;
@@ -261,7 +266,7 @@ export function runModel(
     if (admission.allowed) {
       m.charged = true;
     } else if (shadowMode) {
-      m.answer.shadow.push("rate_limited");
+      wouldRefuse(m, "rate_limited");
     } else {
       m.answer.retryAfterMs = admission.retryAfterMs;
       m.answer.violated = admission.violated;
@@ -294,7 +299,7 @@ export function runModel(
     const refusals = budgets.reserve(m.budgetSpends, nowMs, shadowMode);
     if (refusals.length === 0 || shadowMode) {
       m.budgetsTaken = true;
-      if (refusals.length > 0) m.answer.shadow.push(refusals[0]!.code);
+      if (refusals.length > 0) wouldRefuse(m, refusals[0]!.code);
       return [];
     }
     if (m.charged) limiter.refund(m.spends, nowMs);
@@ -321,7 +326,7 @@ export function runModel(
     const { outcome, reservation } = quotas.get(tenant)!.reserve(route.params.object!, m.spec.bodyBytes, shadowMode);
     if (outcome.ok || shadowMode) {
       m.reservation = reservation;
-      if (!outcome.ok) m.answer.shadow.push("quota_exceeded");
+      if (!outcome.ok) wouldRefuse(m, "quota_exceeded");
       return;
     }
     giveBudgetsBack(m);
