@@ -48,7 +48,7 @@ export interface ExpectedAnswer {
   hangUp: boolean;
   /** Any of these; more than one only when the contract leaves the choice open. */
   shapes: AnswerShape[];
-  /** The code Tollgate-Shadow names (shadow mode): the refusal enforce would have made. */
+  /** The codes of the refusals shadow mode let through, in the order of the steps (Tollgate-Shadow). */
   shadow: string[];
   /** The path the origin gets, or null when the gateway answers itself. */
   forwardedPath: string | null;
@@ -220,9 +220,9 @@ export function runModel(
     return out;
   };
 
-  /** Shadow mode: the answer names the refusal enforce would have made, the first step's (later steps still run and record). */
+  /** Shadow mode: the answer names each refusal enforce would have made, in the order of the steps. */
   const wouldRefuse = (m: Member, code: string): void => {
-    if (m.answer.shadow.length === 0) m.answer.shadow.push(code);
+    m.answer.shadow.push(code);
   };
 
   const refuse = (m: Member, shapes: AnswerShape[]): void => {
