@@ -41,7 +41,7 @@ export interface ObservedLimit {
 
 export interface Observed {
   answers: ObservedAnswer[];
-  /** For each step that sent requests, the order their answers ended in (indices into the step's requests). */
+  /** For each step that sent requests, the order their answers came back in (indices into the step's requests). */
   answerOrders: Record<number, number[]>;
   /** The paths the origin received, sorted. */
   originPaths: string[];
@@ -146,6 +146,8 @@ export async function runThroughGateway(scenario: Scenario, startMs: number): Pr
   const call = async (spec: RequestSpec, index: number, answered: number[]): Promise<ObservedAnswer> => {
     const ctx = createExecutionContext();
     const res = await runtime.gateway(requestOf(spec), testEnv, ctx);
+    // The origin has answered (or the gateway has): its settlement starts now, whatever its body and an org's report take after.
+    answered.push(index);
     const problem = res.headers.get("content-type") === "application/problem+json";
     let body: Record<string, unknown> | null = null;
     if (spec.hangUp && !problem) await res.body?.cancel();
@@ -153,7 +155,6 @@ export async function runThroughGateway(scenario: Scenario, startMs: number): Pr
       const text = await res.text();
       if (problem) body = JSON.parse(text) as Record<string, unknown>;
     }
-    answered.push(index);
     await waitOnExecutionContext(ctx);
     return {
       status: res.status,
