@@ -139,7 +139,7 @@ function permutations<T>(items: readonly T[]): T[][] {
 
 /**
  * One outcome of `scenario`. `answerOrders` gives, per step, the order in
- * which a burst's answers came back (as the test saw them end; the default
+ * which a burst's answers came back (as the test saw them arrive; the default
  * is the order of their scripted delays); `choices` picks, at each choice
  * point, one of the orders the contract leaves open.
  */
