@@ -843,7 +843,7 @@ export const MUTANTS = [
     file: "src/durable/budget-store.ts",
     find: "const back = Math.min(r.units - units, live.used);",
     replace: "const back = r.units - units;",
-    tests: ["test/durable/budget-store.test.ts", "test/durable/budget-store-property.test.ts"],
+    tests: ["test/durable/budget-put.test.ts", "test/durable/budget-store.test.ts", "test/durable/budget-store-property.test.ts"],
     breaks: "a refund can take used below 0",
   },
   {
@@ -859,7 +859,7 @@ export const MUTANTS = [
     file: "src/durable/budget-store.ts",
     find: "const samePeriod = before !== null && before.period === req.period;",
     replace: "const samePeriod = before !== null;",
-    tests: ["test/durable/budget-store.test.ts"],
+    tests: ["test/durable/budget-put.test.ts", "test/durable/budget-store.test.ts"],
     breaks: "changing a budget's period kind keeps the old period's spend",
   },
   {
