@@ -226,7 +226,13 @@ describe("the gateway's own paths", () => {
   it("answers health with status ok and the default origin", async () => {
     const res = await callGateway(gatewayRequest("/_tollgate/health"));
     expect(res.status).toBe(200);
-    expect(await res.json()).toEqual({ status: "ok", origins: { default: { kind: "url", usable: true } }, policy: expect.objectContaining({ on_error: "closed" }) });
+    expect(await res.json()).toEqual({
+      status: "ok",
+      origins: { default: { kind: "url", usable: true } },
+      policy: expect.objectContaining({ on_error: "closed" }),
+      // This isolate's penalty box: penalties written, and those past penalty.max_per_minute.
+      penalties: { imposed: expect.any(Number), dropped: expect.any(Number), max_per_minute: 600 },
+    });
   });
 
   it("answers health 503 config_invalid with the error when the config is invalid, and refuses gateway requests with config_invalid naming the field", async () => {
