@@ -29,7 +29,7 @@ import { problem } from "../errors";
 import { errorName, log } from "../log/logger";
 import { requestLogLine, requestLogWanted } from "../log/request-log";
 import { declaredLength } from "../proxy/content-length";
-import { answerFrom, callOrigin, type OriginCall, originRequestHeaders } from "../proxy/forward";
+import { answerFrom, callOrigin, type ForwardIdentity, type OriginCall, originRequestHeaders } from "../proxy/forward";
 import { DEFAULT_ORIGIN_NAME, type Upstream, type Upstreams, upstreamFor } from "../proxy/upstream";
 import { warningHeaderValue } from "../durable/quota-client";
 import { keepAlive } from "../utils/wait-until";
@@ -295,17 +295,22 @@ export function withHeaders(response: Response, extra: readonly Header[]): Respo
   return response;
 }
 
-/** The headers the origin gets for an admitted request (HTTP and WebSocket alike): the client's, filtered, and who is calling. */
-export function originHeadersFor(x: Exchange, rules: OriginHeaderRules): Headers {
+/** Who is calling, as the origin is told, and the header rules (HTTP and WebSocket alike). */
+function forwardIdentity(x: Exchange, rules: OriginHeaderRules): ForwardIdentity {
   const caller = x.caller;
-  return originRequestHeaders(x.request.headers, {
+  return {
     clientAddress: x.clientAddress,
     tenant: x.tenant?.slug ?? null,
     keyId: caller.kind === "key" ? caller.keyId : null,
     caller: caller.kind === "jwt" ? caller.callerKey : null,
     stripCredential: rules.stripCredential,
     forwardMethodOverride: rules.forwardMethodOverride,
-  });
+  };
+}
+
+/** The headers the origin gets for an admitted WebSocket upgrade: the client's, filtered, and who is calling. */
+export function originHeadersFor(x: Exchange, rules: OriginHeaderRules): Headers {
+  return originRequestHeaders(x.request.headers, forwardIdentity(x, rules));
 }
 
 /** The origin an admitted request goes to: its route's (`origin` on the route), else the default. */
@@ -331,10 +336,8 @@ export function originUnreachable(name: string): Response {
 export function forwardToOrigin(options: ForwardOptions): (x: Exchange) => Promise<Response> {
   const upstreams = options.upstreams;
   return function forwardStep(x) {
-    const headers = originHeadersFor(x, options);
     const upstream = upstreamOf(x, upstreams);
-    const env = x.env;
-    const call = callOrigin(x.request, upstream.url(x.path, x.search, x.request.url), headers, x.declaredBytes, options.maxRequestBytes, (url, init) => upstream.fetch(url, init, env), upstream.name);
+    const call = callOrigin(x.request, upstream.url(x.path, x.search, x.request.url), forwardIdentity(x, options), x.declaredBytes, options.maxRequestBytes, upstream, x.env);
     return settleAsHttp(x, call, options);
   };
 }

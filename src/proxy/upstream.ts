@@ -30,6 +30,8 @@ export interface Upstream {
    * test may hand the Worker another env.
    */
   fetch(url: string, init: RequestInit, env: object): Promise<Response>;
+  /** True when its fetch goes over the network (a URL or the zone's origin), which drops the connection-level headers itself; false for a service binding, which passes every header on. */
+  readonly network: boolean;
 }
 
 /** What health says of one origin. */
@@ -77,12 +79,12 @@ export function parseOriginSpec(value: string): { ok: true; spec: OriginSpec } |
 const fetchAnywhere = (url: string, init: RequestInit): Promise<Response> => fetch(url, init);
 
 function urlUpstream(name: string, base: OriginBase): Upstream {
-  return { name, url: (path, search) => originUrlFor(base, path, search), fetch: fetchAnywhere };
+  return { name, url: (path, search) => originUrlFor(base, path, search), fetch: fetchAnywhere, network: true };
 }
 
 function zoneUpstream(): Upstream {
   // The request's own scheme and host with the path as matched (collapsed, unreserved escapes decoded).
-  return { name: DEFAULT_ORIGIN_NAME, url: (path, search, requestUrl) => originOf(requestUrl) + path + search, fetch: fetchAnywhere };
+  return { name: DEFAULT_ORIGIN_NAME, url: (path, search, requestUrl) => originOf(requestUrl) + path + search, fetch: fetchAnywhere, network: true };
 }
 
 /** The request's `scheme://host[:port]`: a service Worker sees the host the client asked for. */
@@ -102,6 +104,7 @@ function serviceUpstream(name: string, binding: string): Upstream {
       if (!isFetcher(service)) return Promise.reject(new TypeError("service binding missing"));
       return service.fetch(url, init);
     },
+    network: false,
   };
 }
 

@@ -105,11 +105,15 @@ describe("forwarding to the origin", () => {
             "x-forwarded-host": "evil.example",
             "x-tollgate-tenant": "someone-else",
             "x-tollgate-key-id": "stolen",
+            "x-tollgate-caller": "jwt:stolen",
+            "x-real-ip": "1.1.1.1",
           },
         }),
       ),
     );
     expect(got.headers["x-forwarded-for"]).toBe("198.51.100.23");
+    expect(got.headers["x-real-ip"]).toBe("198.51.100.23");
+    expect(got.headers["x-tollgate-caller"]).toBeUndefined();
     expect(got.headers.forwarded).toBeUndefined();
     expect(got.headers["x-forwarded-host"]).toBeUndefined();
     expect(got.headers["x-tollgate-tenant"]).toBeUndefined();

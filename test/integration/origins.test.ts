@@ -71,13 +71,15 @@ describe("origins: where a route sends", () => {
     expect(await originLog(tag)).toHaveLength(1);
   });
 
-  it("applies the header rules to a service origin: the resolved address, the caller's tenant and key, no client-set address headers", async () => {
+  it("applies the header rules to a service origin: the resolved address, the caller's tenant and key, no client-set address headers, no hop-by-hop names", async () => {
     const cfg = config();
     const tenant = unique("svc-headers");
     await createTenant(cfg, tenant);
     const { key, id } = await mintKey(cfg, tenant);
+    // A service binding passes every header on (test/proxy/runtime-fetch.test.ts): the gateway deletes the hop-by-hop names itself.
+    const hop = { "keep-alive": "timeout=5", te: "trailers", trailer: "x-later", upgrade: "h2c", "proxy-connection": "keep-alive" };
     const res = await callGateway(
-      gatewayRequest("/svc/who", { ip: "198.51.100.83", headers: { authorization: `Bearer ${key}`, forwarded: "for=1.2.3.4", "x-forwarded-for": "1.2.3.4", "x-tollgate-tenant": "spoofed", connection: "x-drop-me", "x-drop-me": "1" } }),
+      gatewayRequest("/svc/who", { ip: "198.51.100.83", headers: { authorization: `Bearer ${key}`, forwarded: "for=1.2.3.4", "x-forwarded-for": "1.2.3.4", "x-tollgate-tenant": "spoofed", "x-tollgate-caller": "spoofed", connection: "x-drop-me", "x-drop-me": "1", ...hop } }),
       { TOLLGATE: cfg },
       { settle: true },
     );
@@ -89,6 +91,8 @@ describe("origins: where a route sends", () => {
     expect(seen.headers["x-tollgate-key-id"]).toBe(id);
     expect(seen.headers.forwarded).toBeUndefined();
     expect(seen.headers["x-drop-me"]).toBeUndefined();
+    expect(seen.headers["x-tollgate-caller"]).toBeUndefined();
+    for (const name of ["connection", ...Object.keys(hop)]) expect(seen.headers[name], name).toBeUndefined();
     expect(res.headers.get("ratelimit-policy")).not.toBeNull();
   });
 
