@@ -67,7 +67,14 @@ function windowLabel(limit: Limit): string {
 // config and routes (bounded); the memo is capped all the same.
 const SAFE_CATEGORIES = new Map<string, string>();
 const MAX_SAFE_CATEGORIES = 1024;
-const LIMIT_TEXT = new WeakMap<Limit, { readonly window: string; readonly params: string }>();
+const LIMIT_TEXT = new WeakMap<Limit, LimitText>();
+
+/** What the headers say of a compiled limit whatever the figures: its window label, RateLimit-Policy parameters and count. */
+interface LimitText {
+  readonly window: string;
+  readonly params: string;
+  readonly count: string;
+}
 
 function safeCategoryOf(category: string): string {
   let safe = SAFE_CATEGORIES.get(category);
@@ -78,14 +85,14 @@ function safeCategoryOf(category: string): string {
   return safe;
 }
 
-/** A limit's window label and its RateLimit-Policy parameters (`;q=…;w=…`), computed once per compiled limit. */
-function limitText(limit: Limit): { readonly window: string; readonly params: string } {
+/** A limit's window label, its RateLimit-Policy parameters (`;q=…;w=…`) and count, computed once per compiled limit. */
+function limitText(limit: Limit): LimitText {
   let text = LIMIT_TEXT.get(limit);
   if (text === undefined) {
     let params = `;q=${limit.count}`;
     if (limit.windowMs % 1000 === 0) params += `;w=${limit.windowMs / 1000}`;
     if (limit.burst !== limit.count) params += `;tollgate-burst=${limit.burst}`;
-    text = { window: windowLabel(limit), params };
+    text = { window: windowLabel(limit), params, count: String(limit.count) };
     LIMIT_TEXT.set(limit, text);
   }
   return text;
@@ -140,15 +147,116 @@ function nameTaken(policies: readonly Policy[], name: string): boolean {
   return false;
 }
 
-/** The policy a (charge index, limit) pair belongs to (a repeated spend is found under its first charge). */
-function policyAt(policies: readonly Policy[], charges: readonly Charge[], chargeIndex: number, limit: Limit): Policy | undefined {
-  const charge = charges[chargeIndex];
-  if (charge === undefined) return undefined;
-  for (let k = 0; k < policies.length; k++) if (samePolicy(policies[k]!, charge.subject, charge.category, limit)) return policies[k];
-  return undefined;
+/**
+ * What a charge list's headers hold whatever the figures: its policies,
+ * named, the RateLimit-Policy value (and draft-12's RateLimit-Partition),
+ * and which policy each (charge, limit) belongs to. Only the figures of the
+ * tightest limit change from one request to the next, so a plan is made once
+ * per shape of charge list (HEADER_PLANS) and every request of that shape,
+ * admitted or refused, reuses it.
+ */
+interface HeaderPlan {
+  /** What a charge list must match to use this plan: per charge, its limits (the same array), category, cost, subject kind, and the first charge with the same subject. */
+  readonly shape: readonly ChargeShape[];
+  readonly policies: readonly PlanPolicy[];
+  /** policyAt[c][j]: the index in `policies` of charges[c].limits[j]'s policy; -1 when none (a shadow limit, or cost 0 with no twin). */
+  readonly policyAt: readonly (readonly number[])[];
+  readonly policyValue: string;
+  partitionValue: string | null;
 }
 
-function policyItem(policy: Policy): string {
+/** A policy as the headers name it: never its subject (a plan outlives the request that made it), only the subject's kind. */
+interface PlanPolicy {
+  readonly name: string;
+  readonly limit: Limit;
+  readonly cost: number;
+  /** RateLimit-Partition's pk: the subject kind. */
+  readonly partition: string;
+}
+
+function planPolicy(policy: Policy): PlanPolicy {
+  return { name: policy.name, limit: policy.limit, cost: policy.cost, partition: subjectKindOf(policy.subject) ?? "subject" };
+}
+
+interface ChargeShape {
+  readonly limits: readonly Limit[];
+  readonly category: string;
+  readonly cost: number;
+  readonly kind: string | null;
+  readonly sameSubjectAs: number;
+}
+
+/**
+ * Plans by the first charge's limits (an array compiled once per config,
+ * override or key, so a hot caller's lists share it): a WeakMap, so a plan
+ * goes when its limits do, and at most PLANS_PER_LIMITS per array.
+ */
+const HEADER_PLANS = new WeakMap<readonly Limit[], HeaderPlan[]>();
+const PLANS_PER_LIMITS = 8;
+
+function firstSameSubject(charges: readonly Charge[], c: number): number {
+  const subject = charges[c]!.subject;
+  for (let k = 0; k < c; k++) if (charges[k]!.subject === subject) return k;
+  return c;
+}
+
+function fits(plan: HeaderPlan, charges: readonly Charge[]): boolean {
+  const shape = plan.shape;
+  if (shape.length !== charges.length) return false;
+  for (let c = 0; c < shape.length; c++) {
+    const s = shape[c]!;
+    const charge = charges[c]!;
+    if (charge.limits !== s.limits || charge.category !== s.category || charge.cost !== s.cost) return false;
+    if (firstSameSubject(charges, c) !== s.sameSubjectAs || subjectKindOf(charge.subject) !== s.kind) return false;
+  }
+  return true;
+}
+
+function makePlan(charges: readonly Charge[]): HeaderPlan {
+  const policies = policiesOf(charges);
+  const policyAt: number[][] = [];
+  const shape: ChargeShape[] = [];
+  for (let c = 0; c < charges.length; c++) {
+    const charge = charges[c]!;
+    shape.push({ limits: charge.limits, category: charge.category, cost: charge.cost, kind: subjectKindOf(charge.subject), sameSubjectAs: firstSameSubject(charges, c) });
+    policyAt.push(charge.limits.map((limit) => policies.findIndex((p) => samePolicy(p, charge.subject, charge.category, limit))));
+  }
+  let policyValue = "";
+  for (const policy of policies) policyValue += (policyValue === "" ? "" : ", ") + policyItem(policy);
+  return { shape, policies: policies.map(planPolicy), policyAt, policyValue, partitionValue: null };
+}
+
+/** The plan for a charge list (at least one charge): a cached one of the same shape, or a new one. */
+function planFor(charges: readonly Charge[]): HeaderPlan {
+  const key = charges[0]!.limits;
+  const plans = HEADER_PLANS.get(key);
+  if (plans !== undefined) for (let i = 0; i < plans.length; i++) if (fits(plans[i]!, charges)) return plans[i]!;
+  const plan = makePlan(charges);
+  if (plans === undefined) HEADER_PLANS.set(key, [plan]);
+  else {
+    if (plans.length >= PLANS_PER_LIMITS) plans.shift();
+    plans.push(plan);
+  }
+  return plan;
+}
+
+function partitionsOf(policies: readonly PlanPolicy[]): string {
+  let partitions = "";
+  for (const policy of policies) partitions += `${partitions === "" ? "" : ", "}"${policy.name}";pk=${policy.partition}`;
+  return partitions;
+}
+
+/** The index of the policy a (charge index, limit) pair belongs to (a repeated spend is found under its first charge), or -1. */
+function policyIndex(plan: HeaderPlan, charges: readonly Charge[], chargeIndex: number, limit: Limit): number {
+  const row = plan.policyAt[chargeIndex];
+  const limits = charges[chargeIndex]?.limits;
+  if (row === undefined || limits === undefined) return -1;
+  for (let j = 0; j < limits.length; j++) if (limits[j] === limit) return row[j]!;
+  for (let j = 0; j < limits.length; j++) if (sameLimit(limits[j]!, limit)) return row[j]!;
+  return -1;
+}
+
+function policyItem(policy: { readonly name: string; readonly limit: Limit }): string {
   return `"${policy.name}"${limitText(policy.limit).params}`;
 }
 
@@ -160,47 +268,56 @@ function policyItem(policy: Policy): string {
  * retryAfterSeconds.
  */
 export function rateLimitHeaders(decision: Decision, charges: readonly Charge[], version: HeaderVersion = "draft-11"): HeaderList {
-  return decision.tightest === null ? NO_HEADERS : headersOf(decision, charges, version, policiesOf(charges));
+  return decision.tightest === null ? NO_HEADERS : headersOf(decision, charges, version, planFor(charges));
 }
 
 /**
  * A denial's RateLimit headers (as rateLimitHeaders) and its violated
- * policies (as violatedPolicies), the request's policies worked out once for
- * both: what a 429 needs.
+ * policies (as violatedPolicies), from the one plan: what a 429 needs.
  */
 export function deniedPolicies(decision: Decision, charges: readonly Charge[], version: HeaderVersion = "draft-11"): { readonly headers: HeaderList; readonly violated: string[] } {
   if (decision.tightest === null) return { headers: NO_HEADERS, violated: [] };
-  const policies = policiesOf(charges);
-  // headersOf may add the tightest policy when it had no cost; violated names are looked up before, as violatedPolicies does.
-  const violated = violatedOf(decision, charges, policies);
-  return { headers: headersOf(decision, charges, version, policies), violated };
+  const plan = planFor(charges);
+  return { headers: headersOf(decision, charges, version, plan), violated: violatedOf(decision, charges, plan) };
 }
 
-function headersOf(decision: Decision, charges: readonly Charge[], version: HeaderVersion, policies: Policy[]): HeaderList {
+function headersOf(decision: Decision, charges: readonly Charge[], version: HeaderVersion, plan: HeaderPlan): HeaderList {
   const figures = decision.tightest!;
   const charge = charges[figures.chargeIndex];
   if (charge === undefined) throw new RangeError("decision does not belong to these charges");
   const limit = figures.limit;
-  let tightest = policyAt(policies, charges, figures.chargeIndex, limit);
-  if (tightest === undefined) {
-    // A charge of cost 0 (a denial names the spend it could not fit, which always has a cost; kept total for safety).
-    tightest = { chargeIndex: figures.chargeIndex, subject: charge.subject, category: charge.category, limit, name: policyName(charge.category, charge.subject, limit), cost: charge.cost };
-    policies.push(tightest);
+  const index = policyIndex(plan, charges, figures.chargeIndex, limit);
+  let tightest: PlanPolicy;
+  let policyValue = plan.policyValue;
+  let partitions: () => string = () => (plan.partitionValue ??= partitionsOf(plan.policies));
+  if (index >= 0) tightest = plan.policies[index]!;
+  else {
+    // A charge of cost 0 (a denial names the spend it could not fit, which always has a cost; kept total for safety): listed too, on this answer only.
+    tightest = { name: policyName(charge.category, charge.subject, limit), limit, cost: charge.cost, partition: subjectKindOf(charge.subject) ?? "subject" };
+    const policies = [...plan.policies, tightest];
+    policyValue += (policyValue === "" ? "" : ", ") + policyItem(tightest);
+    partitions = () => partitionsOf(policies);
   }
   const resetS = Math.ceil(figures.resetMs / 1000);
-  let policyList = "";
-  for (const policy of policies) policyList += (policyList === "" ? "" : ", ") + policyItem(policy);
-  const headers: [string, string][] = [["RateLimit-Policy", policyList]];
+  const remaining = String(figures.remaining);
+  const reset = String(resetS);
   if (version === "draft-12") {
-    headers.push(["RateLimit", `"${tightest.name}";a=${figures.remaining};w=${resetS};c=${tightest.cost}`]);
-    let partitions = "";
-    for (const policy of policies) partitions += `${partitions === "" ? "" : ", "}"${policy.name}";pk=${subjectKindOf(policy.subject) ?? "subject"}`;
-    headers.push(["RateLimit-Partition", partitions]);
-  } else {
-    headers.push(["RateLimit", `"${tightest.name}";r=${figures.remaining};t=${resetS}`]);
+    return [
+      ["RateLimit-Policy", policyValue],
+      ["RateLimit", `"${tightest.name}";a=${remaining};w=${reset};c=${tightest.cost}`],
+      ["RateLimit-Partition", partitions()],
+      ["X-RateLimit-Limit", limitText(limit).count],
+      ["X-RateLimit-Remaining", remaining],
+      ["X-RateLimit-Reset", reset],
+    ];
   }
-  headers.push(["X-RateLimit-Limit", String(limit.count)], ["X-RateLimit-Remaining", String(figures.remaining)], ["X-RateLimit-Reset", String(resetS)]);
-  return headers;
+  return [
+    ["RateLimit-Policy", policyValue],
+    ["RateLimit", `"${tightest.name}";r=${remaining};t=${reset}`],
+    ["X-RateLimit-Limit", limitText(limit).count],
+    ["X-RateLimit-Remaining", remaining],
+    ["X-RateLimit-Reset", reset],
+  ];
 }
 
 /**
@@ -208,17 +325,18 @@ function headersOf(decision: Decision, charges: readonly Charge[], version: Head
  * in the 429 body), as RateLimit-Policy names them; empty when allowed.
  */
 export function violatedPolicies(decision: Decision, charges: readonly Charge[]): string[] {
-  return violatedOf(decision, charges, policiesOf(charges));
+  if (decision.allowed || decision.tightest === null) return [];
+  return violatedOf(decision, charges, planFor(charges));
 }
 
-function violatedOf(decision: Decision, charges: readonly Charge[], policies: readonly Policy[]): string[] {
+function violatedOf(decision: Decision, charges: readonly Charge[], plan: HeaderPlan): string[] {
   if (decision.allowed || decision.tightest === null) return [];
   const refs = decision.violated ?? [{ chargeIndex: decision.tightest.chargeIndex, limit: decision.tightest.limit }];
   const names: string[] = [];
   for (const ref of refs) {
-    const policy = policyAt(policies, charges, ref.chargeIndex, ref.limit);
+    const index = policyIndex(plan, charges, ref.chargeIndex, ref.limit);
     const charge = charges[ref.chargeIndex];
-    const name = policy?.name ?? (charge === undefined ? null : policyName(charge.category, charge.subject, ref.limit));
+    const name = index >= 0 ? plan.policies[index]!.name : charge === undefined ? null : policyName(charge.category, charge.subject, ref.limit);
     if (name !== null && !names.includes(name)) names.push(name);
   }
   return names;

@@ -1,8 +1,9 @@
+import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { admit, type Charge, type Decision } from "../../src/engine/gcra";
 import { compileLimit, compileLimits } from "../../src/engine/limit";
 import { LimiterTable } from "../../src/engine/limiter-table";
-import { type HeaderVersion, rateLimitHeaders, retryAfterSeconds, violatedPolicies } from "../../src/engine/rate-limit-headers";
+import { deniedPolicies, type HeaderVersion, rateLimitHeaders, retryAfterSeconds, violatedPolicies } from "../../src/engine/rate-limit-headers";
 import { type Item, parseList } from "structured-headers";
 
 const SUBJECT = "ip:203.0.113.7";
@@ -189,6 +190,53 @@ describe("every policy charged, in both draft versions", () => {
     const same: Charge[] = [{ subject: KEY, category: "request", limits: compileLimits([{ count: 10, window_s: 60 }, { count: 5, window_s: 60, burst: 20 }]), cost: 1 }];
     const names = parsed(rateLimitHeaders(admit(new LimiterTable(1, { seed: 3 }), same, 0), same), "RateLimit-Policy").map((p) => p.name);
     expect(names).toEqual(["request-key-60s", "request-key-60s-2"]);
+  });
+});
+
+// The headers' plan is made once per shape of charge list (the limits
+// arrays, categories, costs, subject kinds and which charges share a
+// subject) and reused: every answer must be what a plan made for it alone
+// gives. A copy of each limits array is a list no plan was made for.
+describe("rateLimitHeaders, reused across requests", () => {
+  const pool = {
+    limits: [compileLimits([{ count: 3, window_s: 60 }]), compileLimits([{ count: 5, window_s: 1 }, { count: 50, window_s: 60 }]), compileLimits([{ count: 2, window_s: 60, shadow: true }, { count: 4, window_s: 60 }]), compileLimits([])],
+    subjects: ["key:aa", "key:bb", "tenant:acme", "tenant:beta", "ip:203.0.113.7", "anonymous", "jwt:cc"],
+    categories: ["request", "upload", "tokens"],
+  };
+  const chargeArb = fc.record({ limits: fc.nat(pool.limits.length - 1), subject: fc.nat(pool.subjects.length - 1), category: fc.nat(pool.categories.length - 1), cost: fc.integer({ min: 0, max: 3 }) });
+  const listArb = fc.array(chargeArb, { minLength: 1, maxLength: 5 });
+
+  it("gives every list, admitted or denied, what a plan of its own gives, in either draft", () => {
+    fc.assert(
+      fc.property(fc.array(fc.tuple(listArb, fc.nat(3)), { minLength: 1, maxLength: 12 }), (requests) => {
+        const table = new LimiterTable(1, { seed: 5 });
+        for (const [list, spends] of requests) {
+          const charges: Charge[] = list.map((c) => ({ limits: pool.limits[c.limits]!, subject: pool.subjects[c.subject]!, category: pool.categories[c.category]!, cost: c.cost }));
+          const fresh: Charge[] = charges.map((c) => ({ ...c, limits: [...c.limits] }));
+          for (let i = 0; i < spends; i++) admit(table, charges, 0);
+          const decision = admit(table, charges, 0);
+          for (const version of ["draft-11", "draft-12"] as const) {
+            expect(rateLimitHeaders(decision, charges, version)).toEqual(rateLimitHeaders(decision, fresh, version));
+            expect(deniedPolicies(decision, charges, version)).toEqual(deniedPolicies(decision, fresh, version));
+          }
+          expect(violatedPolicies(decision, charges)).toEqual(violatedPolicies(decision, fresh));
+        }
+      }),
+    );
+  });
+
+  it("names a policy after the subject kind of each request, not of the first one planned", () => {
+    const limits = compileLimits([{ count: 10, window_s: 60 }]);
+    const table = new LimiterTable(1, { seed: 6 });
+    const asKey: Charge[] = [{ subject: "key:aa", category: "request", limits, cost: 1 }];
+    const asIp: Charge[] = [{ subject: "ip:203.0.113.7", category: "request", limits, cost: 1 }];
+    expect(rateLimitHeaders(admit(table, asKey, 0), asKey)[0]).toEqual(["RateLimit-Policy", '"request-key-60s";q=10;w=60']);
+    expect(rateLimitHeaders(admit(table, asIp, 0), asIp)[0]).toEqual(["RateLimit-Policy", '"request-ip-60s";q=10;w=60']);
+    // Two charges of one subject on the same limit are one policy; of two subjects, two.
+    const twice: Charge[] = [asKey[0]!, { ...asKey[0]!, cost: 2 }];
+    const apart: Charge[] = [asKey[0]!, { ...asKey[0]!, subject: "key:bb", cost: 2 }];
+    expect(rateLimitHeaders(admit(table, twice, 0), twice, "draft-12")[0]).toEqual(["RateLimit-Policy", '"request-key-60s";q=10;w=60']);
+    expect(rateLimitHeaders(admit(table, apart, 0), apart, "draft-12")[0]).toEqual(["RateLimit-Policy", '"request-key-60s";q=10;w=60, "request-key-60s-2";q=10;w=60']);
   });
 });
 
