@@ -172,8 +172,9 @@ export async function runThroughGateway(scenario: Scenario, startMs: number): Pr
   for (const [index, step] of scenario.steps.entries()) {
     if (step.kind === "advance") clock.nowMs += step.ms;
     else if (step.kind === "topup") {
-      const b = scenario.budgets[step.budget];
-      if (b?.period === "none") await admin("POST", `${ownerPath(b.owner)}/budgets/${b.category}/topups`, { amount: step.amount, reason: "contract fuzz" });
+      const credits = scenario.budgets.filter((b) => b.period === "none");
+      const b = credits[step.budget % Math.max(1, credits.length)];
+      if (b !== undefined) await admin("POST", `${ownerPath(b.owner)}/budgets/${b.category}/topups`, { amount: step.amount, reason: "contract fuzz" });
     } else {
       const answered: number[] = [];
       answers.push(...(await withinTime(Promise.all(step.requests.map((r, i) => call(r, i, answered))), `step ${index}`)));

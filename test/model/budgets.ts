@@ -78,10 +78,10 @@ export class ModelBudgets {
     return refusals;
   }
 
-  /** Adds to the credits of a `none` budget; a budget with a period is left alone. */
+  /** Adds to the `index`-th budget of credits (counted round); nothing when there is none. */
   topUp(index: number, units: number): void {
-    const budget = this.all[index];
-    if (budget?.period === "none") budget.amount += units;
+    const credits = this.all.filter((b) => b.period === "none");
+    if (credits.length > 0) credits[index % credits.length]!.amount += units;
   }
 
   /** Remembers a refusal for `cacheMs`, for the budgets that refused. */

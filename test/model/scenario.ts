@@ -90,7 +90,7 @@ export interface RequestSpec {
 /** The held clock moves forward, requests go out together (one: alone; more: a burst, all sent before any answer), or credits are topped up. */
 export type Step = { kind: "advance"; ms: number } | { kind: "send"; requests: RequestSpec[] } | TopUpStep;
 
-/** An operator tops up the credits of the scenario's `budget`-th budget (nothing when that budget has a period). */
+/** An operator tops up the scenario's `budget`-th budget of credits (period `none`), counted round; nothing when it has none. */
 export interface TopUpStep {
   kind: "topup";
   budget: number;
