@@ -76,10 +76,44 @@ export const IDLE_FLUSH_GAP_MS = 1000;
 /** Up to this many request ends in a second, an isolate counts as quiet (see endedQuietly). */
 export const QUIET_REQUESTS_PER_S = 10;
 
+/**
+ * Pending entries by period, then tenant, then metric: an add finds its
+ * entry with lookups of strings it already holds (the meter's period, the
+ * tenant's slug, a metric name) rather than building and hashing a
+ * `tenant \n period \n metric` key on every request.
+ */
+class PendingTable {
+  readonly #byPeriod = new Map<string, Map<string, Map<string, Pending>>>();
+  #size = 0;
+
+  get size(): number {
+    return this.#size;
+  }
+
+  get(tenant: string, period: string, metric: string): Pending | undefined {
+    return this.#byPeriod.get(period)?.get(tenant)?.get(metric);
+  }
+
+  /** Adds an entry no other holds the place of (get gave undefined). */
+  add(entry: Pending): void {
+    let byTenant = this.#byPeriod.get(entry.period);
+    if (byTenant === undefined) this.#byPeriod.set(entry.period, (byTenant = new Map()));
+    let byMetric = byTenant.get(entry.tenant);
+    if (byMetric === undefined) byTenant.set(entry.tenant, (byMetric = new Map()));
+    byMetric.set(entry.metric, entry);
+    this.#size += 1;
+  }
+
+  values(): Pending[] {
+    const out: Pending[] = [];
+    for (const byTenant of this.#byPeriod.values()) for (const byMetric of byTenant.values()) for (const entry of byMetric.values()) out.push(entry);
+    return out;
+  }
+}
+
 export class UsageMeter {
   readonly #rider: MeterRider | null;
-  /** `tenant \n period \n metric` → pending delta. */
-  #pending = new Map<string, Pending>();
+  #pending = new PendingTable();
   #dropped = 0;
   #flushes = 0;
   #failedFlushes = 0;
@@ -129,13 +163,12 @@ export class UsageMeter {
     this.#maxPending = maxPending;
     if (delta === 0 || !Number.isSafeInteger(delta) || !(Math.abs(nowMs) <= MAX_DATE_MS)) return;
     const period = this.#periodOf(nowMs);
-    const id = `${tenant}\n${period}\n${metric}`;
-    const entry = this.#pending.get(id);
+    const entry = this.#pending.get(tenant, period, metric);
     if (entry !== undefined) {
       entry.value += delta;
       entry.adds += 1;
     } else if (this.#pending.size < maxPending) {
-      this.#pending.set(id, { tenant, period, metric, value: delta, adds: 1 });
+      this.#pending.add({ tenant, period, metric, value: delta, adds: 1 });
     } else {
       this.#dropped += 1;
       return;
@@ -250,8 +283,8 @@ export class UsageMeter {
 
   /** Swaps the pending map out synchronously, so adds during the write go to a fresh one. */
   #flush(db: () => Db, nowMs: number): Promise<void> {
-    const entries = [...this.#pending.values()];
-    this.#pending = new Map();
+    const entries = this.#pending.values();
+    this.#pending = new PendingTable();
     this.#intervalFromMs = nowMs;
     // Neither write rejects: each puts back what it could not write.
     const work = Promise.all([this.#write(db, entries), this.#rider?.flush(db)])
@@ -301,13 +334,12 @@ export class UsageMeter {
    */
   #mergeBack(entries: readonly Pending[]): void {
     for (const entry of entries) {
-      const id = `${entry.tenant}\n${entry.period}\n${entry.metric}`;
-      const now = this.#pending.get(id);
+      const now = this.#pending.get(entry.tenant, entry.period, entry.metric);
       if (now !== undefined) {
         now.value += entry.value;
         now.adds += entry.adds;
       } else if (this.#pending.size < this.#maxPending) {
-        this.#pending.set(id, entry);
+        this.#pending.add(entry);
       } else {
         this.#dropped += entry.adds;
       }
