@@ -556,7 +556,7 @@ export const MUTANTS = [
     file: "src/limits/budget-settle.ts",
     find: "return (category === REQUEST_CATEGORY ? 1 : 0) + routeChargeOf(x, category) + reserveUnits;",
     replace: "return routeChargeOf(x, category) + reserveUnits;",
-    tests: ["test/integration/budget-seams.test.ts", "test/integration/budgets-gateway.test.ts"],
+    tests: ["test/integration/budget-seams.test.ts", "test/integration/budgets-gateway.test.ts", "test/integration/seams.test.ts"],
     breaks: "a response-priced request category settles without the request's own unit",
   },
   {

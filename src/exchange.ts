@@ -123,6 +123,8 @@ export interface StatusCharge {
   /** The route's own charges are charges[deferredFrom, deferredTo). */
   readonly deferredFrom: number;
   readonly deferredTo: number;
+  /** Whether they went to the limits (false: a shadow-mode request its limits would have refused; only its budgets give back). */
+  readonly limitsCharged: boolean;
 }
 
 /** A policy snapshot as a step reads it: the override in force for a caller. */

@@ -167,8 +167,10 @@ export function rateLimit(options: RateLimitOptions): Check {
     }
     // Kept so that a later refusal of the same spend (a budget) can give it back: all or nothing.
     if (decision.allowed) x.charged = charges;
-    // A charge_on_status route's charges went with the request only if it was admitted.
-    else x.statusCharge = null;
+    // A charge_on_status route's charges went to the limits only if the request
+    // was admitted; a shadow-mode request they refused goes on, and its budgets
+    // (which spent them) still give them back when the status does not match.
+    else if (x.statusCharge !== null) x.statusCharge = { ...x.statusCharge, limitsCharged: false };
     x.rateHeaders = rateLimitHeaders(decision, charges, version);
     return null;
   }
@@ -246,8 +248,8 @@ export function rateLimit(options: RateLimitOptions): Check {
   function concludeGlobal(x: Exchange, outcome: Exclude<GlobalOutcome, { kind: "short" }>, plan: GlobalPlan, reserveFrom: number, responseCharge: ResponseCharge | null, nowMs: number): CheckResult {
     if (outcome.kind === "unavailable") {
       x.ledgerError = true;
-      // Nothing was charged (in shadow mode the request goes on): nothing to give back.
-      x.statusCharge = null;
+      // Nothing was charged to the limits (in shadow mode the request goes on): only its budgets give back.
+      if (x.statusCharge !== null) x.statusCharge = { ...x.statusCharge, limitsCharged: false };
       return x.refuse(
         "limits_unavailable",
         problem("limits_unavailable", {
@@ -300,7 +302,7 @@ export function rateLimit(options: RateLimitOptions): Check {
     // the rest, so concurrent calls can never pass the limit; they go back
     // once the origin's status is known not to match (the settlement's work).
     const statuses: StatusSet | null = route === null || x.upgrade || route.charges.length === 0 ? null : route.chargeOnStatus;
-    x.statusCharge = statuses === null ? null : { statuses, charges, deferredFrom: subjects.length, deferredTo: subjects.length * (1 + route!.charges.length) };
+    x.statusCharge = statuses === null ? null : { statuses, charges, deferredFrom: subjects.length, deferredTo: subjects.length * (1 + route!.charges.length), limitsCharged: true };
     // A WebSocket open also prepays its first period of stream rent, in the same all-or-nothing admission.
     if (x.upgrade) addOpenRent(charges, subjects);
     const plan = planGlobal(leases, charges, nowMs);

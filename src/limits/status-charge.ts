@@ -29,6 +29,11 @@ export function settleStatusCharge(x: Exchange, status: number, nowMs: number): 
   x.statusCharge = null;
   if (statusMatches(pending.statuses, status)) return null;
   x.statusChargeReturned = true;
+  if (!pending.limitsCharged) {
+    // A shadow-mode request its limits would have refused: they were charged nothing; its budgets were.
+    for (const [category, cost] of x.route?.charges ?? []) refundBudgetUnits(x, category, cost);
+    return null;
+  }
   const { limiter, leases } = x.runtime;
   const local: SettleCharge[] = [];
   let global = false;

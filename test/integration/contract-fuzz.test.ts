@@ -56,6 +56,26 @@ describe("the gateway against the contract's model", () => {
 });
 
 describe("pinned cases (a failing case the fuzz prints goes here)", () => {
+  it("agrees on a shadow-mode status charge its limits would have refused: the budget gives it back when the status does not match", async () => {
+    // Seed 694254097, run 184: the budget kept the charge (used 1, the model 0).
+    await expectAgreement({
+      config: { mode: "shadow", categories: { request: { limits: { key: [{ count: 1, window_s: 60 }] } } }, routes: [{ method: "POST", path: "/login", charges: { login: 1 }, charge_on_status: [401] }] },
+      tenants: [
+        { name: "t0", org: null, quota: null },
+        { name: "t1", org: null, quota: null },
+      ],
+      keys: [
+        { name: "kA", tenant: "t0" },
+        { name: "kB", tenant: "t0" },
+      ],
+      budgets: [{ owner: { kind: "key", name: "kA" }, category: "login", amount: 1, period: "month" }],
+      steps: [
+        { kind: "send", requests: [{ method: "GET", path: "/things", credential: "kA", bodyBytes: 0, hangUp: false, origin: { status: 200, cost: null, delayMs: 0 } }] },
+        { kind: "send", requests: [{ method: "POST", path: "/login", credential: "kA", bodyBytes: 3, hangUp: false, origin: { status: 500, cost: null, delayMs: 0 } }] },
+      ],
+    });
+  });
+
   it("agrees on a store route spelled with an escaped letter", async () => {
     await expectAgreement({
       config: { mode: "enforce", categories: { upload: { limits: { key: [{ count: 1, window_s: 60 }] } } }, routes: [{ method: "PUT", path: "/objects/:object", quota: "store", charges: { upload: 1 } }] },

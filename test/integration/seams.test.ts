@@ -267,3 +267,21 @@ describe("a budget refusal's headers", () => {
     expect(refused.headers.get("x-ratelimit-reset")).toBeNull();
   });
 });
+
+describe("shadow mode's reservations", () => {
+  const CONFIG = testConfig({
+    mode: "shadow",
+    categories: { admin: { limits: { admin: HUGE } } },
+    routes: [{ method: "POST", path: "/v1/calls", response_charge: { category: "request", header: "x-usage-total-tokens", reserve: 2 } }],
+  });
+
+  it("settles a priced request category with the request's own unit: a call costing 0 leaves 1 spent", async () => {
+    const { tenant, key } = await keyedTenant(CONFIG);
+    await setBudget(CONFIG, `/tenants/${tenant}`, "request", { amount: 100, period: "month" });
+    const gateway = clockedGateway(CONFIG);
+    const res = await gateway.call(keyed(key, "/v1/calls", { method: "POST", body: "{}", headers: { "x-origin-usage-header": "0" } }), { settle: true });
+    expect(res.status).toBe(200);
+    // Reserved 1 + 2 at the object (shadow mode reserves each request); the answer's cost of 0 leaves the unit itself.
+    expect(await budgetOf(CONFIG, `/tenants/${tenant}`, "request")).toMatchObject({ used: 1 });
+  });
+});
