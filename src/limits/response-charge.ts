@@ -16,8 +16,9 @@ import { meteredUnits, settlementFor } from "../proxy/response-cost-settle";
 
 /**
  * Settles x.priced against `result` at `nowMs`. Returns the RateLimit headers
- * to send instead of the admission's when the settlement left the caller
- * tighter than the admission's tightest limit (a debt), else null.
+ * to send instead of the admission's: after a debt that left the caller
+ * tighter than the admission's tightest limit, and after a refund (the
+ * limits as they now stand); else null.
  */
 export function settleResponseCharge(x: Exchange, result: CostResult, nowMs: number, usageMaxPending: number): HeaderList | null {
   const priced = x.priced;
@@ -40,11 +41,20 @@ export function settleResponseCharge(x: Exchange, result: CostResult, nowMs: num
   const figures: SettledFigures = settlement.kind === "debt" ? chargeDebt(table, settles, nowMs) : refund(table, settles, nowMs);
   const after = figures.tightest;
   const before = priced.tightest;
-  if (after === null || (before !== null && settlement.kind === "refund")) return null;
-  if (before !== null && (after.remaining > before.remaining || (after.remaining === before.remaining && after.resetMs <= before.resetMs))) return null;
-  const decision: Decision = { allowed: true, retryAfterMs: 0, deniedChargeIndex: -1, tightest: { ...after, chargeIndex: priced.reserveFrom + after.chargeIndex } };
+  if (after === null) return null;
   // Every policy of the request, the reserve's charges at the cost the answer settled on.
   const actual = settlement.kind === "debt" ? charge.reserve + settlement.units : Math.max(0, charge.reserve - settlement.units);
   const charges = priced.charges.map((c, i) => (i < priced.reserveFrom ? c : { subject: c.subject, category: c.category, limits: c.limits, cost: actual }));
+  if (settlement.kind === "refund") {
+    // A refund can leave another policy the tightest: the figures of every
+    // policy as they stand now (a settlement of 0 moves nothing). A global
+    // limit's figures are its ledger's: the admission's headers stand then.
+    if (priced.charges.some((c) => c.limits.some((l) => l.scope === "global"))) return null;
+    const zero = priced.charges.map((c) => ({ subject: c.subject, category: c.category, limits: c.limits, units: 0 }));
+    const now = chargeDebt(table, zero, nowMs).tightest;
+    return now === null ? null : rateLimitHeaders({ allowed: true, retryAfterMs: 0, deniedChargeIndex: -1, tightest: now }, charges, x.config.rateLimitHeaders);
+  }
+  if (before !== null && (after.remaining > before.remaining || (after.remaining === before.remaining && after.resetMs <= before.resetMs))) return null;
+  const decision: Decision = { allowed: true, retryAfterMs: 0, deniedChargeIndex: -1, tightest: { ...after, chargeIndex: priced.reserveFrom + after.chargeIndex } };
   return rateLimitHeaders(decision, charges, x.config.rateLimitHeaders);
 }

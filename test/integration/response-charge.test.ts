@@ -71,6 +71,14 @@ describe("a cost in a response header", () => {
     expect(standing(next).remaining).toBe(87);
   });
 
+  it("shows a refund in that same response's RateLimit headers", async () => {
+    const { key } = await keyFor(CONFIG);
+    const gateway = clockedGateway(CONFIG);
+    // Reserve 10, cost 3: the answer already shows the 7 back (97 left of 100), not the admission's 90.
+    const res = await gateway.call(chat(key, { "x-origin-usage-header": "3" }), { settle: true });
+    expect(standing(res).remaining).toBe(97);
+  });
+
   for (const [what, header] of [
     ["missing", {}],
     ["malformed", { "x-origin-usage-header": "12.5" }],
