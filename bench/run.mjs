@@ -7,6 +7,7 @@
 //   npm run bench -- --out=loaded.json   # the result under another name in bench/results/
 //   npm run bench -- --base=HEAD --only=cpu --cases=key,rate_limited
 //                                        # the working tree's gateway against HEAD's, side by side in one isolate
+//   npm run bench -- --base=HEAD --only=latency --rate=400   # the same at a fixed rate (throughput too)
 //
 // How (docs/performance.md says why):
 // - One workerd runs bench/cost-worker.js: the gateway's bundle
@@ -38,7 +39,7 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { cleanupAll, onCleanup } from "./lib/cleanup.mjs";
 import { startClient } from "./lib/client.mjs";
-import { CPU_COMPARISONS, LOAD_CASES, costCases } from "./lib/cost-cases.mjs";
+import { CPU_COMPARISONS, LOAD_CASES, LOAD_COMPARISONS, costCases } from "./lib/cost-cases.mjs";
 import { checkControls } from "./lib/cost-checks.mjs";
 import { cpuFigures, loadFigures, markdown, targets } from "./lib/cost-report.mjs";
 import { profileWhile, summariseProfile } from "./lib/cpu-profile.mjs";
@@ -62,6 +63,13 @@ const ROUNDS = Number(arg("rounds") ?? 20);
 const REV = arg("rev") ?? null;
 const BASE = arg("base") ?? null;
 const CASES = arg("cases")?.split(",") ?? null;
+// With --base, throughput and latency also put the hot key of the other build beside this one's.
+if (BASE !== null) {
+  for (const mode of ["throughput", "latency"]) {
+    LOAD_CASES[mode].push("key_base");
+    LOAD_COMPARISONS[mode].push(["key", "key_base"]);
+  }
+}
 const SETTINGS = {
   rounds: ROUNDS,
   cpu: { connections: 1, slice: { small: Number(arg("slice") ?? 400), sse: 12 }, warmupSlices: 2, settleMs: 5 },
