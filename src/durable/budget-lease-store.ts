@@ -16,7 +16,8 @@
 // - Close: the unspent units (granted − spent) leave `used`, if the lease's
 //   period is still the budget's. A lease nobody closes ends at its
 //   `expires_at`; its unreported units stay counted (never an under-count),
-//   and its row goes LEASE_ROW_RETENTION_MS later.
+//   and its row goes LEASE_ROW_RETENTION_MS later (pruned by a call after
+//   that call's own closes).
 // - Adjust: a debt past a lease, or a refund after its lease closed.
 import { type BudgetLeaseAccuracyReport, BudgetLeaseCounter } from "./budget-lease-accuracy";
 import type { BudgetAdjustRequest, BudgetLeaseAnswer, BudgetLeaseItem, BudgetLeaseRequest, BudgetLeaseResult } from "./budget-lease-types";
@@ -74,9 +75,10 @@ export class BudgetLeaseStore {
     const nowMs = req.nowMs;
     const { sql } = this.#rows;
     return this.#rows.transaction((): BudgetLeaseResult => {
-      sql.exec(BUDGET_LEASE_SQL.prune, nowMs - LEASE_ROW_RETENTION_MS);
       const audits: BudgetThresholdAudit[] = [];
       for (const item of req.items) if (item.lease !== null) this.#report(item.owner, item.category, item.lease.id, item.lease.spent, item.lease.close, nowMs, audits);
+      // After the call's own closes: the first call of an isolate back after a quiet day still finds the rows of the leases it ends.
+      sql.exec(BUDGET_LEASE_SQL.prune, nowMs - LEASE_ROW_RETENTION_MS);
       const lives = req.items.map((item) => (item.need === null ? null : this.#rows.live(item.owner, item.category, nowMs)));
       // A shadow budget is decided on its own: one that cannot take its need refuses (and is charged) nothing else.
       const exhausted = req.items.some((item, i) => item.need !== null && lives[i] !== null && !lives[i]!.shadow && !fits(lives[i]!, item.need));

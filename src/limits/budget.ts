@@ -205,14 +205,19 @@ export function budgetCheck(options: BudgetOptions): Check {
     }
     if (spent !== null) return refuseByBudget(x, plan, spent, nowMs);
     if (plan.tenantSpends.length === 0 && plan.orgSpends.length === 0) return null;
-    const ns = budgetNamespaces(x);
-    leases.reportDue(ns, x.ctx, nowMs, (audits) => recordBudgetAudits(x, audits));
+    const reportDue = () => leases.reportDue(budgetNamespaces(x), x.ctx, nowMs, (audits) => recordBudgetAudits(x, audits));
     const spends = slotSpends(leases, plan, nowMs);
     const first = leases.book.take(spends, nowMs);
     if (first.kind === "taken") {
       holdLeased(x, first.debits, nowMs);
+      reportDue();
       return null;
     }
-    return waitForLeases(x, plan, spends, first.shorts, nowMs, options);
+    // The ask (sent before this returns) closes its slots' ended leases itself, in the call that grants the new ones, so
+    // the object gives their unspent units back before it grants, and before it prunes the rows of leases ended a day
+    // ago (an isolate back after a quiet day); the other slots' reports and closes go after it.
+    const decided = waitForLeases(x, plan, spends, first.shorts, nowMs, options);
+    reportDue();
+    return decided;
   };
 }
