@@ -84,21 +84,27 @@ export async function runThroughGateway(scenario: Scenario, startMs: number): Pr
   const clock = { nowMs: startMs };
   const testEnv = { ...env, TOLLGATE: tollgateConfig(scenario) } as unknown as Env;
   const runtime = compileRuntime(testEnv, { clock: () => clock.nowMs });
-  const control = new Hono<AdminEnv>();
-  control.use("*", async (c, next) => {
-    c.set("runtime", runtime);
-    await next();
-  });
-  control.route(ADMIN_BASE, createAdminApp());
+  const controlOf = (bound: ReturnType<typeof compileRuntime>): Hono<AdminEnv> => {
+    const app = new Hono<AdminEnv>();
+    app.use("*", async (c, next) => {
+      c.set("runtime", bound);
+      await next();
+    });
+    return app.route(ADMIN_BASE, createAdminApp());
+  };
+  const control = controlOf(runtime);
+  /** Another isolate's admin API (a top-up written elsewhere): made when first needed. */
+  let otherControl: Hono<AdminEnv> | null = null;
 
-  /** An admin call on this runtime, with Date held at the scenario's clock (explain and budgets read Date). */
-  const admin = async (method: string, path: string, body?: unknown): Promise<Record<string, unknown>> => {
+  /** An admin call on this runtime (or `elsewhere`, another's), with Date held at the scenario's clock (explain and budgets read Date). */
+  const admin = async (method: string, path: string, body?: unknown, elsewhere = false): Promise<Record<string, unknown>> => {
     vi.useFakeTimers({ toFake: ["Date"], now: clock.nowMs });
     try {
       const headers: Record<string, string> = { authorization: `Bearer ${ADMIN_TOKEN}` };
       if (body !== undefined) headers["content-type"] = "application/json";
       const request = new Request(`http://gateway.test${ADMIN_BASE}${path}`, { method, headers, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
-      const res = await control.fetch(request, testEnv, createExecutionContext());
+      if (elsewhere) otherControl ??= controlOf(compileRuntime(testEnv, { clock: () => clock.nowMs }));
+      const res = await (elsewhere ? otherControl! : control).fetch(request, testEnv, createExecutionContext());
       const text = await res.text();
       if (res.status >= 300) throw new Error(`admin ${method} ${path} answered ${res.status}: ${text}`);
       return JSON.parse(text) as Record<string, unknown>;
@@ -174,7 +180,7 @@ export async function runThroughGateway(scenario: Scenario, startMs: number): Pr
     else if (step.kind === "topup") {
       const credits = scenario.budgets.filter((b) => b.period === "none");
       const b = credits[step.budget % Math.max(1, credits.length)];
-      if (b !== undefined) await admin("POST", `${ownerPath(b.owner)}/budgets/${b.category}/topups`, { amount: step.amount, reason: "contract fuzz" });
+      if (b !== undefined) await admin("POST", `${ownerPath(b.owner)}/budgets/${b.category}/topups`, { amount: step.amount, reason: "contract fuzz" }, step.elsewhere === true);
     } else {
       const answered: number[] = [];
       answers.push(...(await withinTime(Promise.all(step.requests.map((r, i) => call(r, i, answered))), `step ${index}`)));

@@ -76,6 +76,84 @@ describe("pinned cases (a failing case the fuzz prints goes here)", () => {
     });
   });
 
+  it("agrees on a burst after a budget refusal: a refusal the isolate remembers gives its rate-limit charge back before the next request is rate limited", async () => {
+    // Seed 12345, run 191, shrunk: the model had every rate limit of a burst run before any budget was decided, but a
+    // remembered refusal needs no object call, so it is decided (and its charge given back) in the same turn.
+    await expectAgreement({
+      config: { mode: "enforce", categories: { request: { limits: { key: [{ count: 2, window_s: 1 }] } } }, routes: [] },
+      tenants: [
+        { name: "t0", org: null, quota: null },
+        { name: "t1", org: null, quota: null },
+      ],
+      keys: [
+        { name: "kA", tenant: "t0" },
+        { name: "kB", tenant: "t0" },
+      ],
+      budgets: [{ owner: { kind: "key", name: "kA" }, category: "request", amount: 1, period: "month" }],
+      steps: [
+        { kind: "send", requests: [{ method: "GET", path: "/things", credential: "kA", bodyBytes: 0, hangUp: false, origin: { status: 200, cost: null, delayMs: 0 } }] },
+        { kind: "send", requests: [{ method: "GET", path: "/things", credential: "kA", bodyBytes: 0, hangUp: false, origin: { status: 200, cost: null, delayMs: 0 } }] },
+        {
+          kind: "send",
+          requests: [
+            { method: "GET", path: "/things", credential: "kA", bodyBytes: 0, hangUp: false, origin: { status: 200, cost: null, delayMs: 50 } },
+            { method: "GET", path: "/things", credential: "kA", bodyBytes: 0, hangUp: false, origin: { status: 200, cost: null, delayMs: 190 } },
+          ],
+        },
+      ],
+    });
+  });
+
+  it("agrees on a budget spent again two days after its lease ended: the lease's unspent units go back", async () => {
+    // Seed 12345, run 191, as found: the tenant's budget read one over (the lease's close came after the object had
+    // dropped its row, a day after it ended).
+    await expectAgreement({
+      config: { mode: "enforce", categories: {}, routes: [] },
+      tenants: [
+        { name: "t0", org: null, quota: null },
+        { name: "t1", org: null, quota: null },
+      ],
+      keys: [
+        { name: "kA", tenant: "t0" },
+        { name: "kB", tenant: "t0" },
+      ],
+      budgets: [{ owner: { kind: "tenant", name: "t0" }, category: "request", amount: 40, period: "none" }],
+      steps: [
+        { kind: "send", requests: [{ method: "GET", path: "/things", credential: "kA", bodyBytes: 0, hangUp: false, origin: { status: 200, cost: null, delayMs: 0 } }] },
+        { kind: "send", requests: [{ method: "GET", path: "/things", credential: "kA", bodyBytes: 0, hangUp: false, origin: { status: 200, cost: null, delayMs: 0 } }] },
+        { kind: "advance", ms: 2 * 86_400_000 },
+        { kind: "send", requests: [{ method: "GET", path: "/things", credential: "kA", bodyBytes: 0, hangUp: false, origin: { status: 200, cost: null, delayMs: 0 } }] },
+      ],
+    });
+  });
+
+  it("agrees on credits topped up after a refusal: through the isolate at once, through another once its memory of the refusal ends", async () => {
+    const get = { method: "GET", path: "/things", credential: "kA", bodyBytes: 0, hangUp: false, origin: { status: 200, cost: null, delayMs: 0 } } as const;
+    await expectAgreement({
+      config: { mode: "enforce", categories: {}, routes: [] },
+      tenants: [
+        { name: "t0", org: null, quota: null },
+        { name: "t1", org: null, quota: null },
+      ],
+      keys: [
+        { name: "kA", tenant: "t0" },
+        { name: "kB", tenant: "t0" },
+      ],
+      budgets: [{ owner: { kind: "key", name: "kA" }, category: "request", amount: 1, period: "none" }],
+      steps: [
+        { kind: "send", requests: [get] },
+        { kind: "send", requests: [get] },
+        { kind: "topup", budget: 0, amount: 1 },
+        { kind: "send", requests: [get] },
+        { kind: "send", requests: [get] },
+        { kind: "topup", budget: 0, amount: 1, elsewhere: true },
+        { kind: "send", requests: [get] },
+        { kind: "advance", ms: 5000 },
+        { kind: "send", requests: [get] },
+      ],
+    });
+  });
+
   it("agrees on a store route spelled with an escaped letter", async () => {
     await expectAgreement({
       config: { mode: "enforce", categories: { upload: { limits: { key: [{ count: 1, window_s: 60 }] } } }, routes: [{ method: "PUT", path: "/objects/:object", quota: "store", charges: { upload: 1 } }] },

@@ -4,7 +4,10 @@
 // (debt above the reserve, refund below it). A spent budget refuses even a
 // spend of 0 (a zero reserve is still budgeted). After a refusal the
 // isolate refuses that budget on its own, without asking, until the period
-// resets or for `exhausted_cache_s`, whichever comes first.
+// resets or for `exhausted_cache_s`, whichever comes first: a spend that
+// would not fit the figures it was refused with (a smaller one that would
+// still asks, as docs/budgets.md has it); an operator's write through the
+// isolate (a top-up) forgets it at once.
 import type { BudgetSpec } from "./scenario";
 
 export const DEFAULT_EXHAUSTED_CACHE_MS = 5000;
@@ -29,15 +32,22 @@ export interface ModelBudget {
   endsAtMs: number | null;
   /** This isolate refuses the budget without asking until then (its last refusal). */
   refusedUntilMs: number;
+  /** The figures of that refusal: a spend that would fit them still asks. */
+  refusedWith: { used: number; amount: number };
 }
 
-export type BudgetRefusal = { code: "budget_exhausted" | "credits_exhausted"; retryAfterS: number | null; budget: ModelBudget };
+export type BudgetRefusal = { code: "budget_exhausted" | "credits_exhausted"; retryAfterS: number | null; budget: ModelBudget; used: number; amount: number };
+
+/** Whether a spend of `units` fits a budget's figures (a spend of 0 fits while something is left). */
+function fits(figures: { used: number; amount: number }, units: number): boolean {
+  return units === 0 ? figures.used < figures.amount : figures.used + units <= figures.amount;
+}
 
 export class ModelBudgets {
   readonly all: ModelBudget[] = [];
 
   add(id: string, owner: string, spec: BudgetSpec, nowMs: number): void {
-    this.all.push({ id, owner, category: spec.category, amount: spec.amount, period: spec.period, used: 0, endsAtMs: periodEndMs(spec.period, nowMs), refusedUntilMs: -Infinity });
+    this.all.push({ id, owner, category: spec.category, amount: spec.amount, period: spec.period, used: 0, endsAtMs: periodEndMs(spec.period, nowMs), refusedUntilMs: -Infinity, refusedWith: { used: 0, amount: 0 } });
   }
 
   #roll(b: ModelBudget, nowMs: number): void {
@@ -53,14 +63,17 @@ export class ModelBudgets {
   }
 
   #refusal(b: ModelBudget, nowMs: number): BudgetRefusal {
+    const figures = { budget: b, used: b.used, amount: b.amount };
     return b.period === "none"
-      ? { code: "credits_exhausted", retryAfterS: null, budget: b }
-      : { code: "budget_exhausted", retryAfterS: Math.ceil((b.endsAtMs! - nowMs) / 1000), budget: b };
+      ? { code: "credits_exhausted", retryAfterS: null, ...figures }
+      : { code: "budget_exhausted", retryAfterS: Math.ceil((b.endsAtMs! - nowMs) / 1000), ...figures };
   }
 
-  /** Refusals this isolate makes on its own, without asking (after an earlier refusal). */
+  /** Refusals this isolate makes on its own, without asking: spends that would not fit a budget it remembers refusing. */
   cachedRefusals(spends: readonly { budget: ModelBudget; units: number }[], nowMs: number): BudgetRefusal[] {
-    return spends.filter(({ budget }) => nowMs < budget.refusedUntilMs && (budget.endsAtMs === null || nowMs < budget.endsAtMs)).map(({ budget }) => this.#refusal(budget, nowMs));
+    return spends
+      .filter(({ budget, units }) => nowMs < budget.refusedUntilMs && (budget.endsAtMs === null || nowMs < budget.endsAtMs) && !fits(budget.refusedWith, units))
+      .map(({ budget }) => this.#refusal(budget, nowMs));
   }
 
   /**
@@ -71,22 +84,32 @@ export class ModelBudgets {
     const refusals: BudgetRefusal[] = [];
     for (const { budget, units } of spends) {
       this.#roll(budget, nowMs);
-      const fits = units === 0 ? budget.used < budget.amount : budget.used + units <= budget.amount;
-      if (!fits) refusals.push(this.#refusal(budget, nowMs));
+      if (!fits(budget, units)) refusals.push(this.#refusal(budget, nowMs));
     }
     if (refusals.length === 0 || forced) for (const { budget, units } of spends) budget.used += units;
     return refusals;
   }
 
-  /** Adds to the `index`-th budget of credits (counted round); nothing when there is none. */
-  topUp(index: number, units: number): void {
+  /**
+   * Adds to the `index`-th budget of credits (counted round); nothing when
+   * there is none. Written through this isolate (`here`), it also forgets
+   * this isolate's refusals of the owner's budgets; written through another,
+   * this one refuses them on its own until its memory of them ends.
+   */
+  topUp(index: number, units: number, here: boolean): void {
     const credits = this.all.filter((b) => b.period === "none");
-    if (credits.length > 0) credits[index % credits.length]!.amount += units;
+    if (credits.length === 0) return;
+    const budget = credits[index % credits.length]!;
+    budget.amount += units;
+    if (here) for (const b of this.all) if (b.owner === budget.owner) b.refusedUntilMs = -Infinity;
   }
 
   /** Remembers a refusal for `cacheMs`, for the budgets that refused. */
   remember(refusals: readonly BudgetRefusal[], nowMs: number, cacheMs: number): void {
-    for (const r of refusals) r.budget.refusedUntilMs = nowMs + cacheMs;
+    for (const r of refusals) {
+      r.budget.refusedUntilMs = nowMs + cacheMs;
+      r.budget.refusedWith = { used: r.used, amount: r.amount };
+    }
   }
 
   /** Settles `units` more (debt, unconditional) or fewer (a refund) on a budget reserved at `reservedEndsAtMs`. */

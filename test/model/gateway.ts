@@ -284,18 +284,25 @@ export function runModel(
     }
   };
 
-  const budgetStep = (m: Member, cachedUntil: ReadonlyMap<ModelBudget, number>): BudgetRefusal[] => {
+  const budgetShape = (r: BudgetRefusal): AnswerShape => ({ status: r.code === "credits_exhausted" ? 402 : 429, code: r.code, retryAfterS: r.retryAfterS, category: r.budget.category });
+
+  /**
+   * Enforce mode: a spend of a budget this isolate remembers refusing is
+   * refused without asking (no I/O), its rate-limit charge given back.
+   * Returns whether it was.
+   */
+  const refusedFromMemory = (m: Member): boolean => {
+    if (shadowMode || m.budgetSpends.length === 0) return false;
+    const refusals = budgets.cachedRefusals(m.budgetSpends, nowMs);
+    if (refusals.length === 0) return false;
+    if (m.charged) limiter.refund(m.spends, nowMs);
+    refuse(m, refusals.map(budgetShape));
+    return true;
+  };
+
+  /** The reserve at the budgets' objects (after refusedFromMemory); the refusals it made, for the isolate to remember. */
+  const budgetStep = (m: Member): BudgetRefusal[] => {
     if (m.budgetSpends.length === 0) return [];
-    const shape = (r: BudgetRefusal): AnswerShape => ({ status: r.code === "credits_exhausted" ? 402 : 429, code: r.code, retryAfterS: r.retryAfterS, category: r.budget.category });
-    if (!shadowMode) {
-      const cached = m.budgetSpends.filter(({ budget }) => nowMs < (cachedUntil.get(budget) ?? -Infinity) && (budget.endsAtMs === null || nowMs < budget.endsAtMs));
-      if (cached.length > 0) {
-        const refusals = budgets.cachedRefusals(cached, nowMs);
-        if (m.charged) limiter.refund(m.spends, nowMs);
-        refuse(m, refusals.map(shape));
-        return [];
-      }
-    }
     const refusals = budgets.reserve(m.budgetSpends, nowMs, shadowMode);
     if (refusals.length === 0 || shadowMode) {
       m.budgetsTaken = true;
@@ -303,7 +310,7 @@ export function runModel(
       return [];
     }
     if (m.charged) limiter.refund(m.spends, nowMs);
-    refuse(m, refusals.map(shape));
+    refuse(m, refusals.map(budgetShape));
     return refusals;
   };
 
@@ -378,7 +385,7 @@ export function runModel(
       return;
     }
     if (step.kind === "topup") {
-      budgets.topUp(step.budget, step.amount);
+      budgets.topUp(step.budget, step.amount, step.elsewhere !== true);
       return;
     }
     const burst = step.requests.length > 1;
@@ -391,6 +398,9 @@ export function runModel(
     // the order sent (those that waited for a key lookup after those that
     // did not), then each budget reserve in that order (refusals this burst
     // makes are remembered for requests sent after it), then sizes and quotas.
+    // A budget the isolate remembers refusing is decided with no I/O, in the
+    // same turn as the request's rate limits: its refusal, and the rate-limit
+    // charge it gives back, come before the next request's rate limits.
     // The order in which requests waiting on lookups go on is the
     // contract's to leave open: each lookup's waiters go on together, in
     // any order, and the lookups end in any order (choice points).
@@ -401,10 +411,13 @@ export function runModel(
       return orders[choose(orders.length)]!;
     });
     const admitted = [...members.filter((m) => !m.waitsForLookup), ...waiting];
-    for (const m of admitted) if (!m.done) rateLimit(m);
-    const cachedUntil = new Map(budgets.all.map((b) => [b, b.refusedUntilMs]));
+    for (const m of admitted) {
+      if (m.done) continue;
+      rateLimit(m);
+      if (!m.done) refusedFromMemory(m);
+    }
     const refusals: BudgetRefusal[] = [];
-    for (const m of admitted) if (!m.done) refusals.push(...budgetStep(m, cachedUntil));
+    for (const m of admitted) if (!m.done) refusals.push(...budgetStep(m));
     budgets.remember(refusals, nowMs, cacheMs);
     for (const m of admitted) if (!m.done) sizeAndQuota(m);
     const forwarded = members.filter((m) => !m.done);

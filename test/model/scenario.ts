@@ -90,11 +90,16 @@ export interface RequestSpec {
 /** The held clock moves forward, requests go out together (one: alone; more: a burst, all sent before any answer), or credits are topped up. */
 export type Step = { kind: "advance"; ms: number } | { kind: "send"; requests: RequestSpec[] } | TopUpStep;
 
-/** An operator tops up the scenario's `budget`-th budget of credits (period `none`), counted round; nothing when it has none. */
+/**
+ * An operator tops up the scenario's `budget`-th budget of credits (period
+ * `none`), counted round; nothing when it has none. Through the admin API of
+ * the isolate that serves the requests, or (`elsewhere`) of another one.
+ */
 export interface TopUpStep {
   kind: "topup";
   budget: number;
   amount: number;
+  elsewhere?: boolean;
 }
 
 export interface Scenario {
