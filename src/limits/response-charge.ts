@@ -45,10 +45,11 @@ export function settleResponseCharge(x: Exchange, result: CostResult, nowMs: num
   // Every policy of the request, the reserve's charges at the cost the answer settled on.
   const actual = settlement.kind === "debt" ? charge.reserve + settlement.units : Math.max(0, charge.reserve - settlement.units);
   const charges = priced.charges.map((c, i) => (i < priced.reserveFrom ? c : { subject: c.subject, category: c.category, limits: c.limits, cost: actual }));
-  if (settlement.kind === "refund") {
-    // A refund can leave another policy the tightest: the figures of every
-    // policy as they stand now (a settlement of 0 moves nothing). A global
-    // limit's figures are its ledger's: the admission's headers stand then.
+  if (settlement.kind === "refund" || charge.reserve === 0) {
+    // A refund can leave another policy the tightest, and a debt on a reserve
+    // of 0 charges policies the admission's headers did not list: the figures
+    // of every policy as they stand now (a settlement of 0 moves nothing). A
+    // global limit's figures are its ledger's: the admission's headers stand then.
     if (priced.charges.some((c) => c.limits.some((l) => l.scope === "global"))) return null;
     const zero = priced.charges.map((c) => ({ subject: c.subject, category: c.category, limits: c.limits, units: 0 }));
     const now = chargeDebt(table, zero, nowMs).tightest;

@@ -154,6 +154,27 @@ describe("pinned cases (a failing case the fuzz prints goes here)", () => {
     });
   });
 
+  it("agrees on a debt on a response-priced reserve of 0 while another policy stays the tightest: the answer lists the priced category's policies", async () => {
+    // Seed 694254097, run 49, once the cases sent a priced route's requests more often (reduced): RateLimit-Policy kept the admission's list.
+    await expectAgreement({
+      config: {
+        mode: "enforce",
+        categories: { request: { limits: { tenant: [{ count: 7, window_s: 1, burst: 2 }] } }, tokens: { limits: { key: [{ count: 20, window_s: 2 }] } } },
+        routes: [{ method: "POST", path: "/v1/chat", response_charge: { category: "tokens", header: "x-usage-total-tokens", reserve: 0 } }],
+      },
+      tenants: [
+        { name: "t0", org: null, quota: null },
+        { name: "t1", org: null, quota: null },
+      ],
+      keys: [
+        { name: "kA", tenant: "t0" },
+        { name: "kB", tenant: "t0" },
+      ],
+      budgets: [],
+      steps: [{ kind: "send", requests: [{ method: "POST", path: "/v1/chat", credential: "kA", bodyBytes: 3, hangUp: false, origin: { status: 200, cost: 8, delayMs: 0 } }] }],
+    });
+  });
+
   it("agrees on a store route spelled with an escaped letter", async () => {
     await expectAgreement({
       config: { mode: "enforce", categories: { upload: { limits: { key: [{ count: 1, window_s: 60 }] } } }, routes: [{ method: "PUT", path: "/objects/:object", quota: "store", charges: { upload: 1 } }] },
