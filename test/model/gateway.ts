@@ -370,13 +370,12 @@ export function runModel(
     }
     if (route?.quota === "release" && tenant !== null && status >= 200 && status < 300) quotas.get(tenant)!.remove(m.route!.params.object!);
     m.answer.shapes = [{ status, code: null, retryAfterS: null, category: null }];
-    // A cost named in a header is known before the answer goes out: its policies and figures include it.
-    const spent = priced === undefined || cost === null ? m.spends : m.spends.map((s) => (s.category === priced.category ? { ...s, cost } : s));
+    // A cost named in a header is known before the answer goes out: its policies and figures include it (a debt, a
+    // refund). A request shadow mode let past its limits charged them nothing: its answer describes the admission
+    // enforce would have refused.
+    const spent = priced === undefined || cost === null || !m.charged ? m.spends : m.spends.map((s) => (s.category === priced.category ? { ...s, cost } : s));
     m.answer.policies = policiesOf(spent);
-    // Known difference: after a refund (a cost below its reserve) the gateway's RateLimit keeps the
-    // admission's figures, where the contract has the answer's headers include the cost; not compared.
-    const refunded = priced !== undefined && cost !== null && cost < priced.reserve;
-    if (checkFigures && route?.charge_on_status === undefined && !refunded) m.answer.figures = figuresOf(spent);
+    if (checkFigures && route?.charge_on_status === undefined) m.answer.figures = figuresOf(spent);
   };
 
   scenario.steps.forEach((step, stepIndex) => {
