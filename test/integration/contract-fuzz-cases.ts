@@ -4,7 +4,11 @@
 // org, shadow mode) and request sequences that spell paths every way a
 // client can (case, `//`, escapes such as %6F, `;`, trailing slashes and
 // dots), from two keys, no credential or a made-up one, some sent in
-// bursts, some hung up on.
+// bursts, some hung up on, with credits topped up through the isolate that
+// serves them or through another. Groups of steps aim at the seams: an
+// upload racing a delete, and a route's spend sent again and again, at once
+// and then soon after, so that a budget or a limit runs out while room comes
+// back (a refund, a charge given back, a top-up).
 import fc from "fast-check";
 import type { BudgetSpec, Credential, LimitSpec, Method, RequestSpec, RouteSpec, Scenario, ScenarioConfig, Step, SubjectKind, TenantSpec } from "../model/scenario";
 import { COST_HEADER } from "./contract-fuzz-gateway";
@@ -82,10 +86,11 @@ const tenantsArb: fc.Arbitrary<TenantSpec[]> = fc
   ]);
 
 const budgetArb: fc.Arbitrary<BudgetSpec> = fc.record({
-  owner: fc.constantFrom<BudgetSpec["owner"]>({ kind: "key", name: "kA" }, { kind: "key", name: "kB" }, { kind: "tenant", name: "t0" }, { kind: "tenant", name: "t1" }, { kind: "org", name: "o0" }),
+  // Most requests are kA's (t0's): their budgets more often.
+  owner: fc.constantFrom<BudgetSpec["owner"]>({ kind: "key", name: "kA" }, { kind: "key", name: "kA" }, { kind: "key", name: "kB" }, { kind: "tenant", name: "t0" }, { kind: "tenant", name: "t0" }, { kind: "tenant", name: "t1" }, { kind: "org", name: "o0" }),
   // The priced category and logins more often: their seams need a budget.
   category: fc.constantFrom(...CATEGORIES, "tokens", "login"),
-  amount: fc.oneof(fc.integer({ min: 1, max: 6 }), fc.integer({ min: 1, max: 40 })),
+  amount: fc.oneof(fc.integer({ min: 1, max: 3 }), fc.integer({ min: 1, max: 6 }), fc.integer({ min: 1, max: 40 })),
   period: fc.constantFrom<BudgetSpec["period"]>("month", "day", "none", "none"),
 });
 
@@ -141,9 +146,12 @@ const BURST_DELAYS_MS = [50, 120, 190];
 
 const withDelays = (requests: RequestSpec[], delays: number[]): Step => ({ kind: "send", requests: requests.map((r, i) => ({ ...r, origin: { ...r.origin, delayMs: delays[i]! } })) });
 
+/** Credits topped up through the admin API of the isolate serving the requests, or of another one (which this one learns of only once its memory of a refusal ends). */
+const topUpArb = fc.record({ kind: fc.constant<"topup">("topup"), budget: fc.integer({ min: 0, max: 2 }), amount: fc.integer({ min: 1, max: 10 }), elsewhere: fc.boolean() });
+
 const stepArb: fc.Arbitrary<Step> = fc.oneof(
   { weight: 2, arbitrary: fc.constantFrom(1, 250, 999, 1000, 4000, 6000, 60_000, 86_400_000).map((ms): Step => ({ kind: "advance", ms })) },
-  { weight: 1, arbitrary: fc.record({ kind: fc.constant<"topup">("topup"), budget: fc.integer({ min: 0, max: 2 }), amount: fc.integer({ min: 1, max: 10 }) }) },
+  { weight: 1, arbitrary: topUpArb },
   {
     // One request sent two or three times at once, each answered its own way (concurrent logins, an upload racing itself).
     weight: 1,
@@ -160,6 +168,19 @@ const stepArb: fc.Arbitrary<Step> = fc.oneof(
   },
 );
 
+/** What a request aimed at each route a config may have (or at none) sends: a key's, so the budgets of its categories apply. */
+const ROUTED: Record<string, Pick<RequestSpec, "method" | "path" | "bodyBytes">> = {
+  store: { method: "PUT", path: "/objects/a", bodyBytes: 3 },
+  priced: { method: "POST", path: "/v1/chat", bodyBytes: 3 },
+  login: { method: "POST", path: "/login", bodyBytes: 3 },
+  report: { method: "GET", path: "/reports/r1", bodyBytes: 0 },
+  other: { method: "GET", path: "/things", bodyBytes: 0 },
+};
+
+const routedRequestArb: fc.Arbitrary<RequestSpec> = fc
+  .tuple(fc.constantFrom("store", "priced", "priced", "login", "login", "report", "other"), fc.constantFrom<Credential>("kA", "kA", "kB"), originArb)
+  .map(([route, credential, origin]) => ({ ...ROUTED[route]!, credential, hangUp: false, origin }));
+
 /**
  * Steps that meet where the seams are: an upload, then the same upload (a
  * dedup) racing a delete of that object, either answered first; one request
@@ -168,9 +189,9 @@ const stepArb: fc.Arbitrary<Step> = fc.oneof(
  * credits somewhere among them.
  */
 const groupArb: fc.Arbitrary<Step[]> = fc.oneof(
-  { weight: 6, arbitrary: stepArb.map((step) => [step]) },
+  { weight: 5, arbitrary: stepArb.map((step) => [step]) },
   {
-    weight: 1,
+    weight: 2,
     arbitrary: fc
       .tuple(fc.constantFrom("a", "b"), fc.constantFrom<Credential>("kA", "kB"), fc.constantFrom(3, 8), fc.constantFrom(200, 201, 200, 500), fc.constantFrom(200, 204, 200, 404), fc.shuffledSubarray([50, 190], { minLength: 2, maxLength: 2 }))
       .map(([object, credential, bodyBytes, putStatus, deleteStatus, delays]): Step[] => {
@@ -182,12 +203,30 @@ const groupArb: fc.Arbitrary<Step[]> = fc.oneof(
   {
     weight: 1,
     arbitrary: fc
-      .tuple(requestArb, fc.array(originArb, { minLength: 2, maxLength: 4 }), fc.option(fc.record({ at: fc.nat(), budget: fc.integer({ min: 0, max: 2 }), amount: fc.integer({ min: 1, max: 10 }) }), { nil: null }))
+      .tuple(fc.oneof(requestArb, routedRequestArb), fc.array(originArb, { minLength: 2, maxLength: 4 }), fc.option(fc.record({ at: fc.nat(), budget: fc.integer({ min: 0, max: 2 }), amount: fc.integer({ min: 1, max: 10 }), elsewhere: fc.boolean() }), { nil: null }))
       .map(([request, origins, topUp]): Step[] => {
         const steps: Step[] = origins.map((origin) => ({ kind: "send", requests: [{ ...request, origin }] }));
-        if (topUp !== null) steps.splice(1 + (topUp.at % (steps.length - 1)), 0, { kind: "topup", budget: topUp.budget, amount: topUp.amount });
+        if (topUp !== null) steps.splice(1 + (topUp.at % (steps.length - 1)), 0, { kind: "topup", budget: topUp.budget, amount: topUp.amount, elsewhere: topUp.elsewhere });
         return steps;
       }),
+  },
+  {
+    // A route's spend sent several times at once (a budget or a limit running out while the others hold their units),
+    // then again soon after: room may have come back meanwhile (a refund, a charge given back, a top-up here or elsewhere).
+    weight: 2,
+    arbitrary: fc
+      .tuple(
+        routedRequestArb,
+        fc.array(originArb, { minLength: 2, maxLength: 3 }),
+        fc.shuffledSubarray(BURST_DELAYS_MS, { minLength: 3, maxLength: 3 }),
+        fc.oneof(fc.constant<Step[]>([]), fc.constantFrom(1, 1000, 4000, 6000).map((ms): Step[] => [{ kind: "advance", ms }]), topUpArb.map((t): Step[] => [t])),
+        fc.array(originArb, { minLength: 1, maxLength: 3 }),
+      )
+      .map(([request, burst, delays, gap, after]): Step[] => [
+        withDelays(burst.map((origin) => ({ ...request, origin })), delays),
+        ...gap,
+        ...after.map((origin): Step => ({ kind: "send", requests: [{ ...request, origin }] })),
+      ]),
   },
 );
 
@@ -197,8 +236,9 @@ export const scenarioArb: fc.Arbitrary<Scenario> = fc
     config: configArb,
     tenants: tenantsArb,
     kBTenant: fc.constantFrom<"t0" | "t1">("t0", "t1"),
-    budgets: fc.uniqueArray(budgetArb, { maxLength: 3, selector: (b) => `${b.owner.kind}:${b.owner.name}:${b.category}` }),
-    groups: fc.array(groupArb, { minLength: 2, maxLength: 10 }),
+    // At least one budget: its seams (a refusal remembered, a priced cost settled in shadow mode) need one that applies.
+    budgets: fc.uniqueArray(budgetArb, { minLength: 1, maxLength: 3, selector: (b) => `${b.owner.kind}:${b.owner.name}:${b.category}` }),
+    groups: fc.array(groupArb, { minLength: 2, maxLength: 8 }),
   })
   .map(({ config, tenants, kBTenant, budgets, groups }): Scenario => ({
     config,
