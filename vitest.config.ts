@@ -1,5 +1,6 @@
 import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-pool-workers";
 import { defineConfig } from "vitest/config";
+import LongestFirstSequencer from "./test/longest-first-sequencer";
 
 // Five projects, one `npm test`:
 //
@@ -16,18 +17,21 @@ import { defineConfig } from "vitest/config";
 // - "engine": test/engine runs in Node (the engine is pure).
 // - "tooling": test/tooling runs in Node and checks the project's own rules
 //   (the layers `npm run lint:deps` enforces).
-/** The e2e files that call `d1Execute` (see the "e2e-d1" project below). */
+/** The e2e files that call `d1Execute` (see the "e2e-d1" project below), and the one file that runs them. */
 const E2E_D1_FILES = ["test/e2e/cli-reconcile.test.ts", "test/e2e/cli-traffic.test.ts", "test/e2e/console-traffic.test.ts"];
+const E2E_D1_RUNNER = "test/e2e/d1-writers.test.ts";
 
 export default defineConfig(async () => {
   const migrations = await readD1Migrations("./migrations");
   return {
     test: {
-      // Files run three at a time across all projects. Most of a file's time
-      // is waiting (workerd starting, Durable Object and D1 round trips, the
-      // CLI's child processes, Chromium, the one wrangler dev), so on two
-      // cores three files keep both busy; vitest's default there is one.
-      maxWorkers: 3,
+      // Files run six at a time across all projects, the e2e files first,
+      // longest first (./test/longest-first-sequencer.ts). Most of an e2e
+      // file's time is waiting (wrangler dev starting, the CLI's child
+      // processes, Chromium), so six keep both cores busy; at three the
+      // suite took 346 s on an idle two-core machine, at six ~240 s.
+      maxWorkers: 6,
+      sequence: { sequencer: LongestFirstSequencer },
       projects: [
         {
           plugins: [
@@ -76,7 +80,7 @@ export default defineConfig(async () => {
           test: {
             name: "e2e",
             include: ["test/e2e/**/*.test.ts"],
-            exclude: E2E_D1_FILES,
+            exclude: [...E2E_D1_FILES, E2E_D1_RUNNER],
             environment: "node",
             globalSetup: ["./test/e2e/global-setup.ts"],
             testTimeout: 60_000,
@@ -86,15 +90,17 @@ export default defineConfig(async () => {
         {
           // The e2e files that write the local D1 directly (`d1Execute`, a
           // second process on the same SQLite file) get a gateway of their
-          // own and run one at a time: beside another file's admin writes,
-          // that second writer made the shared gateway's own D1 call meet
-          // SQLITE_BUSY (a 503 where a test expected 201).
+          // own and run one after another: beside another file's admin
+          // writes, that second writer made the shared gateway's own D1 call
+          // meet SQLITE_BUSY (a 503 where a test expected 201). They run as
+          // one file that imports them (E2E_D1_RUNNER), not with
+          // `fileParallelism: false`: vitest runs such a project only after
+          // every other file, ~30 s added to the end of `npm test`.
           test: {
             name: "e2e-d1",
-            include: E2E_D1_FILES,
+            include: [E2E_D1_RUNNER],
             environment: "node",
             globalSetup: ["./test/e2e/global-setup.ts"],
-            fileParallelism: false,
             testTimeout: 60_000,
             hookTimeout: 60_000,
           },

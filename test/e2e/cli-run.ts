@@ -1,5 +1,6 @@
 // Runs the `tollgate` bin as a real child process (`node src/cli/tollgate.mjs`,
-// the file package.json's `bin` names), so the wiring is tested too.
+// the file package.json's `bin` names), so the wiring is tested too, or its
+// `main()` in the test process where only the commands' behaviour is tested.
 import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
@@ -60,9 +61,16 @@ export function gatewayEnv(role: "admin" | "auditor" = "admin"): Record<string, 
   return { TOLLGATE_URL: g.gatewayUrl, TOLLGATE_ADMIN_TOKEN: role === "admin" ? g.adminToken : g.auditorToken };
 }
 
-/** `tollgate ...args` against the e2e gateway as admin. */
+/**
+ * `tollgate ...args` against the e2e gateway as admin, through `main()` in
+ * the test process: the same code the bin runs, without a node start-up per
+ * command (~0.2 s of CPU each, for ~150 commands, on the two cores the whole
+ * suite shares). The bin itself, its environment and its exit codes, is run
+ * as a child process through `runCli()` (the wrong-token, auditor and
+ * unreachable-gateway tests, `cli-usage.test.ts`, the docs' examples).
+ */
 export function tollgate(...args: string[]): Promise<CliResult> {
-  return runCli(args, { env: gatewayEnv() });
+  return runCliInProcess(args, gatewayEnv());
 }
 
 /** Parses `--json` output, failing the test with the CLI's stderr when it is not JSON. */
