@@ -21,6 +21,7 @@ const MAX_PAGES = 10_000;
  * @typedef {object} CallOptions
  * @property {Record<string, string | undefined>} [query] entries left undefined are not sent
  * @property {unknown} [body] sent as JSON
+ * @property {Record<string, string>} [headers] sent as well (e.g. Idempotency-Key)
  */
 
 /** Hosts a plain-http URL may name: this machine only (`npm start`, `wrangler dev`). */
@@ -132,6 +133,7 @@ export class AdminClient {
     /** @type {Record<string, string>} */
     const headers = { authorization: `Bearer ${this.token}`, accept: "application/json" };
     if (options.body !== undefined) headers["content-type"] = "application/json";
+    Object.assign(headers, options.headers);
     let res;
     let text;
     try {
@@ -154,12 +156,12 @@ export class AdminClient {
    * @param {string} method
    * @param {string} path
    * @param {CallOptions} [options]
-   * @returns {Promise<{ status: number, body: Record<string, unknown> }>}
+   * @returns {Promise<{ status: number, headers: Headers, body: Record<string, unknown> }>}
    */
   async json(method, path, options = {}) {
     const res = await this.call(method, path, options);
     // A 204 (or an empty 200) is success with nothing to show.
-    if (res.text.trim() === "") return { status: res.status, body: {} };
+    if (res.text.trim() === "") return { status: res.status, headers: res.headers, body: {} };
     let body;
     try {
       body = /** @type {unknown} */ (JSON.parse(res.text));
@@ -167,7 +169,7 @@ export class AdminClient {
       throw notTollgate(new URL(this.baseUrl).origin, "its answer is not JSON");
     }
     if (typeof body !== "object" || body === null || Array.isArray(body)) throw notTollgate(new URL(this.baseUrl).origin, "its answer is not a JSON object");
-    return { status: res.status, body: /** @type {Record<string, unknown>} */ (body) };
+    return { status: res.status, headers: res.headers, body: /** @type {Record<string, unknown>} */ (body) };
   }
 
   /**

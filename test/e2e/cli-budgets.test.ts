@@ -61,6 +61,24 @@ describe("tollgate budgets", () => {
     expect(ok(await tollgate("budgets", "put", `tenant:${tenant}`, "request", "--amount", "1", "--period", "none")).stdout).toBe(`Replaced the request budget of tenant:${tenant}: 1 credit.\n`);
   });
 
+  it("tops up once for one --idempotency-key, says so when run again, and refuses the key with another amount", async () => {
+    const tenant = unique("cli-budget-once");
+    expect((await adminCall("PUT", `/tenants/${tenant}`, {})).status).toBe(201);
+    ok(await tollgate("budgets", "put", `tenant:${tenant}`, "request", "--amount", "10", "--period", "none"));
+    const first = ok(await tollgate("budgets", "topup", `tenant:${tenant}`, "request", "--amount", "5", "--idempotency-key", "invoice-77"));
+    expect(first.stdout).toBe(`Topped up the request credits of tenant:${tenant}: 15 in all, 15 remaining.\n`);
+    const again = ok(await tollgate("budgets", "topup", `tenant:${tenant}`, "request", "--amount", "5", "--idempotency-key", "invoice-77"));
+    expect(again.stdout).toBe(`Already topped up with key invoice-77: nothing added this time. The request credits of tenant:${tenant} then: 15 in all, 15 remaining.\n`);
+    // Without a key of its own each run is a new top-up.
+    ok(await tollgate("budgets", "topup", `tenant:${tenant}`, "request", "--amount", "1"));
+    ok(await tollgate("budgets", "topup", `tenant:${tenant}`, "request", "--amount", "1"));
+    const after = jsonOut<{ budgets: { amount: number }[] }>(ok(await tollgate("budgets", "get", `tenant:${tenant}`, "--json")));
+    expect(after.budgets).toEqual([expect.objectContaining({ amount: 17 })]);
+    const conflict = await tollgate("budgets", "topup", `tenant:${tenant}`, "request", "--amount", "6", "--idempotency-key", "invoice-77");
+    expect(conflict.code).toBe(1);
+    expect(conflict.stderr).toMatch(/409/);
+  });
+
   it("exits 1 with one line when the gateway refuses, and 2 on a usage error", async () => {
     const tenant = unique("cli-budget-bad");
     expect((await adminCall("PUT", `/tenants/${tenant}`, {})).status).toBe(201);

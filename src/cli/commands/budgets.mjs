@@ -133,14 +133,22 @@ Examples:
     .argument("<category>", "the credits' category")
     .requiredOption("--amount <n>", "units to add")
     .option("--reason <text>", "kept in the audit event, e.g. an invoice number")
-    .action(async (/** @type {string} */ owner, /** @type {string} */ category, /** @type {{ amount: string, reason?: string }} */ options, /** @type {Command} */ command) => {
+    .option("--idempotency-key <key>", "the same key within 24 h adds the top-up once (e.g. the invoice id); default: a new key each run")
+    .action(async (/** @type {string} */ owner, /** @type {string} */ category, /** @type {{ amount: string, reason?: string, idempotencyKey?: string }} */ options, /** @type {Command} */ command) => {
       const path = ownerPath(owner);
       /** @type {Record<string, unknown>} */
       const body = { amount: units("--amount", options.amount) };
       if (options.reason !== undefined) body.reason = options.reason;
       const { client, output } = session(command, runtime);
-      const { body: answer } = await client.json("POST", `${path}/budgets/${segment(category, "category")}/topups`, { body });
+      // Sent every time, so that a script re-run with its own key (an invoice id) never adds the credits twice.
+      const idempotencyKey = options.idempotencyKey ?? crypto.randomUUID();
+      const { headers, body: answer } = await client.json("POST", `${path}/budgets/${segment(category, "category")}/topups`, { body, headers: { "idempotency-key": idempotencyKey } });
       if (output.json) return printJson(output, answer);
-      output.out(`Topped up the ${category} credits of ${owner}: ${count(answer.amount)} in all, ${count(answer.remaining)} remaining.\n`);
+      const replayed = headers.get("idempotent-replayed") === "true";
+      output.out(
+        replayed
+          ? `Already topped up with key ${idempotencyKey}: nothing added this time. The ${category} credits of ${owner} then: ${count(answer.amount)} in all, ${count(answer.remaining)} remaining.\n`
+          : `Topped up the ${category} credits of ${owner}: ${count(answer.amount)} in all, ${count(answer.remaining)} remaining.\n`,
+      );
     });
 }
