@@ -306,7 +306,8 @@ export function runModel(
     const refusals = budgets.reserve(m.budgetSpends, nowMs, shadowMode);
     if (refusals.length === 0 || shadowMode) {
       m.budgetsTaken = true;
-      if (refusals.length > 0) wouldRefuse(m, refusals[0]!.code);
+      // Which of several budgets that would refuse is named is left open: each of their codes may be.
+      for (const code of new Set(refusals.map((r) => r.code))) wouldRefuse(m, code);
       return [];
     }
     if (m.charged) limiter.refund(m.spends, nowMs);
