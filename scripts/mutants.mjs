@@ -528,8 +528,8 @@ export const MUTANTS = [
   {
     id: "ratelimit-status-not-charged",
     file: "src/limits/rate-limit.ts",
-    find: "deferredTo: subjects.length * (1 + route!.charges.length) };",
-    replace: "deferredTo: subjects.length };",
+    find: "deferredTo: subjects.length * (1 + route!.charges.length), limitsCharged: true };",
+    replace: "deferredTo: subjects.length, limitsCharged: true };",
     tests: ["test/integration/status-charge-giveback.test.ts", "test/integration/charge-on-status.test.ts"],
     breaks: "a charge_on_status route's charges are never given back when the status does not match",
   },
@@ -537,8 +537,8 @@ export const MUTANTS = [
   {
     id: "statuscharge-budget-kept",
     file: "src/limits/status-charge.ts",
-    find: "  for (const [category, cost] of x.route?.charges ?? []) refundBudgetUnits(x, category, cost);\n",
-    replace: "",
+    find: "  refund(limiter, local, nowMs);\n  for (const [category, cost] of x.route?.charges ?? []) refundBudgetUnits(x, category, cost);\n",
+    replace: "  refund(limiter, local, nowMs);\n",
     tests: ["test/integration/status-charge-giveback.test.ts", "test/integration/charge-on-status.test.ts"],
     breaks: "a status charge given back leaves its units spent from the budgets",
   },
