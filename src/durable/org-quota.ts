@@ -285,7 +285,6 @@ export class OrgQuota extends DurableObject<Env> {
     return this.#budgets.delete(owner, category);
   }
 
-  /** Deletes the budgets of one owner, or all of them (null). */
   /** Reports and closes an isolate's budget leases and grants new ones (budget-lease-store.ts). */
   budgetLease(req: BudgetLeaseRequest): BudgetLeaseResult {
     return this.#leases.lease(req);
