@@ -537,8 +537,8 @@ export const MUTANTS = [
   {
     id: "statuscharge-budget-kept",
     file: "src/limits/status-charge.ts",
-    find: "  refund(limiter, local, nowMs);\n  for (const [category, cost] of x.route?.charges ?? []) refundBudgetUnits(x, category, cost);\n",
-    replace: "  refund(limiter, local, nowMs);\n",
+    find: "  for (const [category, cost] of x.route?.charges ?? []) refundBudgetUnits(x, category, cost);\n",
+    replace: "",
     tests: ["test/integration/status-charge-giveback.test.ts", "test/integration/charge-on-status.test.ts"],
     breaks: "a status charge given back leaves its units spent from the budgets",
   },

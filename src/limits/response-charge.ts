@@ -10,7 +10,7 @@ import type { Exchange } from "../exchange";
 import { settleBudgetCost } from "./budget-settle";
 import type { Decision } from "../engine/gcra";
 import { type HeaderList, rateLimitHeaders } from "../engine/rate-limit-headers";
-import { chargeDebt, refund, type SettleCharge, type SettledFigures } from "../proxy/response-cost-gcra";
+import { chargeDebt, figuresNow, refund, type SettleCharge, type SettledFigures } from "../proxy/response-cost-gcra";
 import type { CostResult } from "../proxy/response-cost-result";
 import { meteredUnits, settlementFor } from "../proxy/response-cost-settle";
 
@@ -51,8 +51,7 @@ export function settleResponseCharge(x: Exchange, result: CostResult, nowMs: num
     // of every policy as they stand now (a settlement of 0 moves nothing). A
     // global limit's figures are its ledger's: the admission's headers stand then.
     if (priced.charges.some((c) => c.limits.some((l) => l.scope === "global"))) return null;
-    const zero = priced.charges.map((c) => ({ subject: c.subject, category: c.category, limits: c.limits, units: 0 }));
-    const now = chargeDebt(table, zero, nowMs).tightest;
+    const now = figuresNow(table, priced.charges, nowMs);
     return now === null ? null : rateLimitHeaders({ allowed: true, retryAfterMs: 0, deniedChargeIndex: -1, tightest: now }, charges, x.config.rateLimitHeaders);
   }
   if (before !== null && (after.remaining > before.remaining || (after.remaining === before.remaining && after.resetMs <= before.resetMs))) return null;

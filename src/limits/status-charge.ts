@@ -14,7 +14,7 @@ import type { Exchange } from "../exchange";
 import type { Charge, Decision } from "../engine/gcra";
 import { type HeaderList, rateLimitHeaders } from "../engine/rate-limit-headers";
 import { statusMatches } from "../engine/status-match";
-import { chargeDebt, refund, type SettleCharge } from "../proxy/response-cost-gcra";
+import { figuresNow, refund, type SettleCharge } from "../proxy/response-cost-gcra";
 import { refundBudgetUnits } from "./budget-settle";
 
 /**
@@ -29,11 +29,9 @@ export function settleStatusCharge(x: Exchange, status: number, nowMs: number): 
   x.statusCharge = null;
   if (statusMatches(pending.statuses, status)) return null;
   x.statusChargeReturned = true;
-  if (!pending.limitsCharged) {
-    // A shadow-mode request its limits would have refused: they were charged nothing; its budgets were.
-    for (const [category, cost] of x.route?.charges ?? []) refundBudgetUnits(x, category, cost);
-    return null;
-  }
+  for (const [category, cost] of x.route?.charges ?? []) refundBudgetUnits(x, category, cost);
+  // A shadow-mode request its limits would have refused: they were charged nothing, only its budgets were.
+  if (!pending.limitsCharged) return null;
   const { limiter, leases } = x.runtime;
   const local: SettleCharge[] = [];
   let global = false;
@@ -48,12 +46,10 @@ export function settleStatusCharge(x: Exchange, status: number, nowMs: number): 
     local.push({ subject: c.subject, category: c.category, limits: globalLimits.length > 0 ? c.limits.filter((l) => l.scope !== "global") : c.limits, units: c.cost });
   }
   refund(limiter, local, nowMs);
-  for (const [category, cost] of x.route?.charges ?? []) refundBudgetUnits(x, category, cost);
   // A global limit's figures are its ledger's: the admission's headers stand.
   if (global) return null;
-  // The figures of every policy as they stand now (a zero settlement moves nothing); the route's policies stay listed.
-  const zero = pending.charges.map((c) => ({ subject: c.subject, category: c.category, limits: c.limits, units: 0 }));
-  const tightest = chargeDebt(limiter, zero, nowMs).tightest;
+  // The figures of every policy as they stand now; the route's policies stay listed.
+  const tightest = figuresNow(limiter, pending.charges, nowMs);
   if (tightest === null) return null;
   const decision: Decision = { allowed: true, retryAfterMs: 0, deniedChargeIndex: -1, tightest };
   return rateLimitHeaders(decision, pending.charges, x.config.rateLimitHeaders);

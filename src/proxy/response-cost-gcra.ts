@@ -46,6 +46,15 @@ export function chargeDebt(table: LimiterTable, settlements: readonly SettleChar
   return settle(table, settlements, nowMs, debtUnitsAfter, true);
 }
 
+/**
+ * The tightest figures of every limit of `charges` as they stand now, read
+ * as a settlement of 0 units (which moves nothing): what an answer's
+ * RateLimit headers say after a refund or a give-back.
+ */
+export function figuresNow(table: LimiterTable, charges: readonly { readonly subject: string; readonly category: string; readonly limits: readonly Limit[] }[], nowMs: number): HeaderFigures | null {
+  return chargeDebt(table, charges.map((c) => ({ subject: c.subject, category: c.category, limits: c.limits, units: 0 })), nowMs).tightest;
+}
+
 /** Gives each settlement's units back on every limit, never before now (refund). */
 export function refund(table: LimiterTable, settlements: readonly SettleCharge[], nowMs: number): SettledFigures {
   return settle(table, settlements, nowMs, refundUnitsAfter, false);
