@@ -19,7 +19,7 @@ afterAll(async () => {
   await browser?.close();
 });
 
-const TITLE = "Global limits: accuracy";
+const TITLE = "Accuracy: global limits and leased budgets";
 
 interface Report {
   ledgers: { caller: string | null; limits: { admitted: number; exact: number; bound: number }[] }[];

@@ -52,7 +52,7 @@ function everyView(a: { tenant: string; org: string; keyId: string }): Array<{ n
     { name: "org", hash: `#/orgs/${a.org}`, heading: `Org ${a.org}`, writes: true },
     { name: "audit", hash: "#/audit", heading: "Audit log", writes: false },
     { name: "traffic", hash: `#/traffic?tenant=${a.tenant}`, heading: `Traffic of ${a.tenant}`, writes: false },
-    { name: "accuracy", hash: "#/accuracy", heading: "Global limits: accuracy", writes: false },
+    { name: "accuracy", hash: "#/accuracy", heading: "Accuracy: global limits and leased budgets", writes: false },
   ];
 }
 

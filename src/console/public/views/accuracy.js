@@ -118,7 +118,7 @@ export async function accuracyView(ctx) {
     el("div", { class: "row" }, field("Last minutes", input("minutes", { type: "number", min: 1, max: 60, step: 1, value: minutes, inputmode: "numeric" }), { field: "minutes", hint: "1 to 60" })),
     el("div", { class: "actions" }, el("button", { type: "submit" }, "Show")),
   );
-  const title = "Global limits: accuracy";
+  const title = "Accuracy: global limits and leased budgets";
   /** @type {{ minutes: number, since: string, settings: { max_overshoot: number, min_lease_ms: number }, ledgers_seen: number, unreachable: number, ledgers: LedgerFigures[], budgets: LeasedBudget[] }} */
   let report;
   try {
