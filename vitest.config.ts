@@ -84,7 +84,8 @@ export default defineConfig(async () => {
             environment: "node",
             globalSetup: ["./test/e2e/global-setup.ts"],
             testTimeout: 60_000,
-            hookTimeout: 60_000,
+            // A browser launch may wait for a start slot (test/e2e/start-slots.ts) before its own 60 s.
+            hookTimeout: 120_000,
           },
         },
         {
@@ -102,7 +103,8 @@ export default defineConfig(async () => {
             environment: "node",
             globalSetup: ["./test/e2e/global-setup.ts"],
             testTimeout: 60_000,
-            hookTimeout: 60_000,
+            // A browser launch may wait for a start slot (test/e2e/start-slots.ts) before its own 60 s.
+            hookTimeout: 120_000,
           },
         },
         {

@@ -13,6 +13,7 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { type Browser, type BrowserContext, chromium, type Page } from "playwright-core";
 import { adminCall, gateway } from "./fixture";
+import { withStartSlot } from "./start-slots";
 
 /** Debian's package puts it here; CHROMIUM_PATH overrides (another distribution, a local build). */
 export const CHROMIUM_PATH = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
@@ -46,7 +47,8 @@ export function launchChromium(): Promise<Browser> {
   if (!existsSync(CHROMIUM_PATH)) {
     throw new Error(`No Chromium at ${CHROMIUM_PATH}: install Debian's package (apt-get install -y chromium; .ci/run does) or set CHROMIUM_PATH.`);
   }
-  return chromium.launch({ executablePath: CHROMIUM_PATH, headless: true, args: CHROMIUM_ARGS, timeout: 60_000 });
+  // One of the start slots (./start-slots.ts): several files launch a browser at the start of the run.
+  return withStartSlot("browser", () => chromium.launch({ executablePath: CHROMIUM_PATH, headless: true, args: CHROMIUM_ARGS, timeout: 60_000 }));
 }
 
 export interface ConsoleTab {
@@ -63,7 +65,7 @@ export interface ConsoleTab {
 export async function openConsole(browser: Browser, viewport: { width: number; height: number } = DESKTOP, gatewayUrl = gateway().gatewayUrl): Promise<ConsoleTab> {
   const context = await browser.newContext({ viewport, baseURL: gatewayUrl });
   const page = await context.newPage();
-  page.setDefaultTimeout(15_000);
+  page.setDefaultTimeout(30_000); // room for a busy CI machine: it only matters when a step fails
   const requests: string[] = [];
   const errors: string[] = [];
   page.on("request", (request) => requests.push(request.url()));

@@ -27,7 +27,7 @@ export interface DemoGateway extends RunningGateway {
 
 /** Starts the demo gateway (wrangler dev, a fresh D1, the recording origin). */
 export async function startDemoGateway(): Promise<DemoGateway> {
-  const gw = await startGateway({ timeoutMs: 240_000, tollgate: DEMO_TOLLGATE });
+  const gw = await startGateway({ timeoutMs: 150_000, tollgate: DEMO_TOLLGATE });
   const admin = async (method: string, path: string, body?: unknown) => {
     const res = await fetch(`${gw.gatewayUrl}/_tollgate/admin/v1${path}`, {
       method,

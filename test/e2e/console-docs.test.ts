@@ -21,9 +21,9 @@ let browser: Browser | undefined;
 
 beforeAll(async () => {
   if (!BROWSER_TESTS) return;
-  gw = await startGateway({ timeoutMs: 240_000 });
+  gw = await startGateway({ timeoutMs: 150_000 });
   browser = await launchChromium();
-}, 300_000);
+}, 360_000); // the start slots' waits (./start-slots.ts), the gateway's 150 s and the browser's 60 s
 
 afterAll(async () => {
   await browser?.close();

@@ -17,7 +17,7 @@ beforeAll(async () => {
   if (!BROWSER_TESTS) return;
   gw = await startDemoGateway();
   browser = await launchChromium();
-}, 300_000);
+}, 360_000); // the start slots' waits (./start-slots.ts), the gateway's 150 s and the browser's 60 s
 
 afterAll(async () => {
   await browser?.close();

@@ -35,7 +35,7 @@ let checkout: Checkout;
 beforeAll(async () => {
   checkout = makeCheckout("tollgate-docs-");
   gw = await startGateway();
-}, 150_000);
+}, 300_000); // a start slot's wait (./start-slots.ts) and the start's own 120 s
 
 afterAll(async () => {
   await gw?.stop();

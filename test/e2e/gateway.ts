@@ -22,6 +22,7 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { startOrigin } from "../../scripts/origin.mjs";
+import { withStartSlot } from "./start-slots";
 
 /** What a test needs to reach the running gateway. */
 export interface GatewayInfo {
@@ -98,15 +99,18 @@ function exited(child: ChildProcess): Promise<number | null> {
   return new Promise((resolve) => child.once("exit", (code) => resolve(code)));
 }
 
-async function applyMigrations(stateDir: string): Promise<void> {
+/** Applies the migrations to a fresh state directory; killed (and an error with its output) past the deadline. */
+async function applyMigrations(stateDir: string, deadlineMs: number): Promise<void> {
   const child = spawn(WRANGLER, ["d1", "migrations", "apply", "DB", "--local", "--persist-to", stateDir], {
     cwd: ROOT,
     env: { ...process.env, CI: "true", WRANGLER_SEND_METRICS: "false" },
     stdio: ["ignore", "pipe", "pipe"],
   });
   const output = captureOutput(child);
+  const timer = setTimeout(() => child.kill("SIGKILL"), Math.max(0, deadlineMs - Date.now()));
   const code = await exited(child);
-  if (code !== 0) throw new Error(`wrangler d1 migrations apply failed (exit ${code}):\n${output()}`);
+  clearTimeout(timer);
+  if (code !== 0) throw new Error(`wrangler d1 migrations apply failed (${code === null ? "killed at the start deadline" : `exit ${code}`}):\n${output()}`);
 }
 
 /**
@@ -164,12 +168,26 @@ function killGroup(child: ChildProcess, signal: NodeJS.Signals): void {
   }
 }
 
+export interface StartOptions {
+  /** From holding a start slot to the first healthy answer; DEFAULT_STARTUP_TIMEOUT_MS if absent. */
+  timeoutMs?: number;
+  /** Merged over wrangler.toml's TOLLGATE (after E2E_TOLLGATE). */
+  tollgate?: Readonly<Record<string, unknown>>;
+  /** More secrets for the Worker (ALERT_SECRET, say). */
+  secrets?: Readonly<Record<string, string>>;
+}
+
 /**
  * Starts origin and gateway on free ports with a fresh state directory and
  * resolves once `/_tollgate/health` answers 200. On any failure everything
  * started so far is stopped before the error (with wrangler's output) is thrown.
  */
-export async function startGateway(options: { timeoutMs?: number; tollgate?: Readonly<Record<string, unknown>>; secrets?: Readonly<Record<string, string>> } = {}): Promise<RunningGateway> {
+export async function startGateway(options: StartOptions = {}): Promise<RunningGateway> {
+  // Waits for one of the start slots (./start-slots.ts): the timeout counts from holding one.
+  return withStartSlot("gateway", () => startHoldingSlot(options));
+}
+
+async function startHoldingSlot(options: StartOptions): Promise<RunningGateway> {
   const startedAtMs = Date.now();
   const deadlineMs = startedAtMs + (options.timeoutMs ?? DEFAULT_STARTUP_TIMEOUT_MS);
   const stateDir = await mkdtemp(join(tmpdir(), "tollgate-e2e-"));
@@ -202,49 +220,66 @@ export async function startGateway(options: { timeoutMs?: number; tollgate?: Rea
   };
 
   try {
-    await applyMigrations(stateDir);
+    await applyMigrations(stateDir, deadlineMs);
     origin = (await startOrigin({ port: 0, host: HOST })) as Origin;
     const originUrl = `http://${HOST}:${origin.port}`;
     const adminToken = token("admin");
     const auditorToken = token("auditor");
     const envFile = join(stateDir, "e2e.env");
-    // More secrets (ALERT_SECRET, say) for a test that starts its own gateway.
     const secrets = Object.entries(options.secrets ?? {}).map(([name, value]) => `${name}="${value}"\n`);
     await writeFile(envFile, [`ADMIN_TOKEN="${adminToken}"\n`, `AUDITOR_TOKEN="${auditorToken}"\n`, ...secrets].join(""), { mode: 0o600 });
     const tollgate = await tollgateConfig({ ...E2E_TOLLGATE, ...options.tollgate });
-    const port = await freePort();
-    const inspectorPort = await freePort();
-    wrangler = spawn(
-      WRANGLER,
-      [
-        "dev",
-        "--ip", HOST,
-        "--port", String(port),
-        "--inspector-port", String(inspectorPort),
-        "--persist-to", stateDir,
-        "--env-file", envFile,
-        "--var", `ORIGIN_URL:${originUrl}`,
-        "--var", `TOLLGATE:${tollgate}`,
-        "--show-interactive-dev-session=false",
-      ],
-      { cwd: ROOT, detached: true, stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, WRANGLER_SEND_METRICS: "false" } },
-    );
-    const output = captureOutput(wrangler);
-    const gatewayUrl = `http://${HOST}:${port}`;
-    await waitForHealth(gatewayUrl, wrangler, deadlineMs, output);
-    return { gatewayUrl, adminToken, auditorToken, originUrl, stateDir, startupMs: Date.now() - startedAtMs, stop };
+    // A free port can be taken between the probe and wrangler's bind (another
+    // process listening, or an outgoing connection given that local port):
+    // wrangler then exits at once saying so, and the start is tried again on
+    // other ports.
+    for (let attempt = 1; ; attempt++) {
+      const port = await freePort();
+      const inspectorPort = await freePort();
+      wrangler = spawn(
+        WRANGLER,
+        [
+          "dev",
+          "--ip", HOST,
+          "--port", String(port),
+          "--inspector-port", String(inspectorPort),
+          "--persist-to", stateDir,
+          "--env-file", envFile,
+          "--var", `ORIGIN_URL:${originUrl}`,
+          "--var", `TOLLGATE:${tollgate}`,
+          "--show-interactive-dev-session=false",
+        ],
+        { cwd: ROOT, detached: true, stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, WRANGLER_SEND_METRICS: "false" } },
+      );
+      const output = captureOutput(wrangler);
+      const gatewayUrl = `http://${HOST}:${port}`;
+      try {
+        await waitForHealth(gatewayUrl, wrangler, deadlineMs, output);
+      } catch (error) {
+        if (attempt < PORT_ATTEMPTS && error instanceof WranglerExited && /Address already in use/.test(output())) {
+          killGroup(wrangler, "SIGKILL"); // anything of that group still alive
+          continue;
+        }
+        throw error;
+      }
+      return { gatewayUrl, adminToken, auditorToken, originUrl, stateDir, startupMs: Date.now() - startedAtMs, stop };
+    }
   } catch (error) {
     await stop();
     throw error;
   }
 }
 
+/** How many times a start is tried when wrangler finds its port taken. */
+const PORT_ATTEMPTS = 3;
+
 class ConfigInvalid extends Error {}
+class WranglerExited extends Error {}
 
 async function waitForHealth(gatewayUrl: string, child: ChildProcess, deadlineMs: number, output: () => string): Promise<void> {
   while (Date.now() < deadlineMs) {
     if (child.exitCode !== null || child.signalCode !== null) {
-      throw new Error(`wrangler dev exited (${child.exitCode ?? child.signalCode}) before the gateway answered:\n${output()}`);
+      throw new WranglerExited(`wrangler dev exited (${child.exitCode ?? child.signalCode}) before the gateway answered:\n${output()}`);
     }
     try {
       const res = await fetch(`${gatewayUrl}/_tollgate/health`, { signal: AbortSignal.timeout(2_000) });

@@ -19,7 +19,7 @@ describe("a gateway whose config is invalid", () => {
     const logged = (refused ?? "").split("\n").filter((line) => line.includes('"event":"config_invalid"'));
     expect(logged).toHaveLength(1);
     expect(logged[0]).toContain('"field":"max_request_bytes"');
-  }, 240_000);
+  }, 300_000); // a start slot's wait (./start-slots.ts) and the start's own 120 s
 });
 
 describe("the e2e gateway", () => {

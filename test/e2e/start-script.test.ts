@@ -17,9 +17,12 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseDevEnv } from "../../scripts/lib/dev-env.mjs";
 import { type Checkout, makeCheckout, readerEnv, ROOT } from "./checkout";
 import { firstFenceUnder, matchClaims, plainOutput } from "./doc-examples";
+import { withStartSlot } from "./start-slots";
 
 const HOST = "127.0.0.1";
 const READY_TIMEOUT_MS = 120_000;
+/** A start test: a start slot's wait (./start-slots.ts), the start, what the test does with it. */
+const START_TEST_TIMEOUT_MS = READY_TIMEOUT_MS + 120_000;
 
 let checkout: Checkout;
 const running = new Set<ChildProcess>();
@@ -63,8 +66,15 @@ interface Started {
   output: () => string;
 }
 
-/** Starts a long-running script in the checkout and resolves once its output holds `ready`. */
+/**
+ * Starts a long-running script in the checkout and resolves once its output
+ * holds `ready`, holding one of the start slots (./start-slots.ts) until then.
+ */
 function startUntil(args: readonly string[], env: Record<string, string>, ready: RegExp): Promise<Started> {
+  return withStartSlot("gateway", () => startHoldingSlot(args, env, ready));
+}
+
+function startHoldingSlot(args: readonly string[], env: Record<string, string>, ready: RegExp): Promise<Started> {
   const child = spawn(process.execPath, [...args], { cwd: checkout.dir, env: readerEnv(env), stdio: ["ignore", "pipe", "pipe"] });
   running.add(child);
   let text = "";
@@ -178,7 +188,7 @@ describe("npm start, the first time and the next", () => {
     } finally {
       await stopChild(started.child);
     }
-  }, READY_TIMEOUT_MS + 30_000);
+  }, START_TEST_TIMEOUT_MS);
 
   it("a second start leaves tenant dev as it was left and reuses its key", async () => {
     expect(gatewayUrl).not.toBe("");
@@ -198,7 +208,7 @@ describe("npm start, the first time and the next", () => {
     } finally {
       await stopChild(started.child);
     }
-  }, READY_TIMEOUT_MS + 30_000);
+  }, START_TEST_TIMEOUT_MS);
 });
 
 describe("npm run dev", () => {
@@ -215,5 +225,5 @@ describe("npm run dev", () => {
     } finally {
       await stopChild(started.child);
     }
-  }, READY_TIMEOUT_MS + 30_000);
+  }, START_TEST_TIMEOUT_MS);
 });

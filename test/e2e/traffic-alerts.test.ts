@@ -41,9 +41,9 @@ beforeAll(async () => {
   await new Promise<void>((resolve) => hook.listen(0, "127.0.0.1", resolve));
   const address = hook.address();
   const port = typeof address === "object" && address !== null ? address.port : 0;
-  gw = await startGateway({ timeoutMs: 240_000, tollgate: { alerts: { webhook_url: `http://127.0.0.1:${port}/hook`, retry_base_s: 1 } }, secrets: { ALERT_SECRET } });
+  gw = await startGateway({ timeoutMs: 150_000, tollgate: { alerts: { webhook_url: `http://127.0.0.1:${port}/hook`, retry_base_s: 1 } }, secrets: { ALERT_SECRET } });
   if (BROWSER_TESTS) browser = await launchChromium();
-}, 300_000);
+}, 360_000); // the start slots' waits (./start-slots.ts), the gateway's 150 s and the browser's 60 s
 
 afterAll(async () => {
   await browser?.close();
