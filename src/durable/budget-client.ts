@@ -46,13 +46,14 @@ export interface BudgetTicket {
 /**
  * - `reserved`: forward; keep the ticket. `wouldRefuse` (only with `force`,
  *   shadow mode) is the budget that would have refused; the spend was recorded anyway.
+ *   `shadows` (only with `force`): the shadow budgets charged past their room.
  * - `exhausted`: refuse; nothing is held.
  * - `unavailable`: an object (`tenant:<slug>` or `org:<slug>`) did not
  *   answer; nothing is held (a release that cannot be delivered is logged,
  *   and the reserve stands).
  */
 export type BudgetReserveOutcome =
-  | { kind: "reserved"; ticket: BudgetTicket; wouldRefuse: BudgetState | null; audits: BudgetThresholdAudit[] }
+  | { kind: "reserved"; ticket: BudgetTicket; wouldRefuse: BudgetState | null; shadows: BudgetState[]; audits: BudgetThresholdAudit[] }
   | { kind: "exhausted"; budget: BudgetState; audits: BudgetThresholdAudit[] }
   | { kind: "unavailable"; object: string };
 
@@ -61,6 +62,7 @@ export async function reserveBudgets(ns: BudgetNamespaces, plan: BudgetPlan, now
   const categories = [...new Set([...plan.tenantSpends, ...plan.orgSpends].map((s) => s.category))];
   const audits: BudgetThresholdAudit[] = [];
   let wouldRefuse: BudgetState | null = null;
+  const shadows: BudgetState[] = [];
   const charged: BudgetSpend[] = [];
   let tenantHeld = false;
   if (plan.tenantSpends.length > 0) {
@@ -74,6 +76,7 @@ export async function reserveBudgets(ns: BudgetNamespaces, plan: BudgetPlan, now
     if (r.status === "exhausted") return { kind: "exhausted", budget: r.budget, audits };
     audits.push(...r.audits);
     wouldRefuse = r.exhausted;
+    shadows.push(...(r.shadows ?? []));
     tenantHeld = r.budgets.length > 0;
     charged.push(...chargedOf(plan.tenantSpends, r.budgets));
   }
@@ -95,11 +98,12 @@ export async function reserveBudgets(ns: BudgetNamespaces, plan: BudgetPlan, now
     }
     audits.push(...r.audits);
     wouldRefuse ??= r.exhausted;
+    shadows.push(...(r.shadows ?? []));
     orgHeld = r.budgets.length > 0;
     charged.push(...chargedOf(plan.orgSpends, r.budgets));
   }
   const ticket: BudgetTicket = { reservationId, tenant: tenantHeld ? plan.tenant : null, org: orgHeld ? plan.org : null, categories, charged };
-  return { kind: "reserved", ticket, wouldRefuse, audits };
+  return { kind: "reserved", ticket, wouldRefuse, shadows, audits };
 }
 
 /**

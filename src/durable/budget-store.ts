@@ -139,6 +139,7 @@ export class BudgetStore {
       }
       this.#sql.exec(BUDGET_SQL.pruneReservations, nowMs - BUDGET_RESERVATION_RETENTION_MS);
       const charged: { live: Live; units: number }[] = [];
+      const shadowsPast: Live[] = [];
       let exhausted: Live | null = null;
       for (const s of spends) {
         const live = this.#live(s.owner, s.category, nowMs);
@@ -147,6 +148,8 @@ export class BudgetStore {
         const fits = s.units > 0 ? live.used + s.units <= live.amount : live.used < live.amount;
         // A shadow budget refuses nothing, and (unless forced) is not charged what it cannot take.
         if (live.shadow && !fits && !force) continue;
+        // Forced (shadow mode): charged like the others, as it would be if it were enforced, and named.
+        if (live.shadow && !fits) shadowsPast.push(live);
         if (exhausted === null && !fits && !live.shadow) exhausted = live;
         charged.push({ live, units: s.units });
       }
@@ -158,7 +161,7 @@ export class BudgetStore {
         this.#write(live, audits);
         this.#sql.exec(BUDGET_SQL.insertReservation, req.reservationId, live.owner, live.category, units, live.start, nowMs);
       }
-      return { status: "reserved", budgets: charged.map((c) => stateOf(c.live)), exhausted: exhaustedState, audits };
+      return { status: "reserved", budgets: charged.map((c) => stateOf(c.live)), exhausted: exhaustedState, audits, ...(shadowsPast.length > 0 ? { shadows: shadowsPast.map(stateOf) } : {}) };
     });
   }
 

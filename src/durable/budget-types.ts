@@ -71,7 +71,14 @@ export interface BudgetThresholdAudit {
  * - `exhausted`: one budget cannot take its spend; nothing was recorded.
  */
 export type BudgetReserveResult =
-  | { status: "reserved"; budgets: BudgetState[]; exhausted: BudgetState | null; audits: BudgetThresholdAudit[] }
+  | {
+      status: "reserved";
+      budgets: BudgetState[];
+      exhausted: BudgetState | null;
+      audits: BudgetThresholdAudit[];
+      /** With `force` (shadow mode): the shadow budgets charged past their room, which the request is marked with. */
+      shadows?: BudgetState[];
+    }
   | { status: "exhausted"; budget: BudgetState };
 
 export interface BudgetSettleRequest {

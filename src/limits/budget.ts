@@ -90,10 +90,15 @@ function holdLeased(x: Exchange, debits: LeaseDebit[], nowMs: number): void {
  * plan, so the request goes on without it.
  */
 function passShadow(x: Exchange, plan: BudgetPlan, b: BudgetFigures): BudgetPlan {
-  const ownerKind = b.owner.slice(0, Math.max(0, b.owner.indexOf(":")));
-  x.markShadow(b.resetsAtMs === null ? "credits_exhausted" : "budget_exhausted", budgetPolicyName(b.category, ownerKind, b.period));
+  markShadowBudget(x, b);
   const other = (s: { owner: string; category: string }) => s.owner !== b.owner || s.category !== b.category;
   return { ...plan, tenantSpends: plan.tenantSpends.filter(other), orgSpends: plan.orgSpends.filter(other) };
+}
+
+/** Marks the request with what a shadow budget that cannot take its spend would have answered. */
+function markShadowBudget(x: Exchange, b: BudgetFigures): void {
+  const ownerKind = b.owner.slice(0, Math.max(0, b.owner.indexOf(":")));
+  x.markShadow(b.resetsAtMs === null ? "credits_exhausted" : "budget_exhausted", budgetPolicyName(b.category, ownerKind, b.period));
 }
 
 /** The budget a short spend was refused by while the request waited (the object's figures say it still does not fit), or null. */
@@ -162,6 +167,8 @@ async function reserve(x: Exchange, plan: BudgetPlan, nowMs: number, refusals: B
       x.budget = { kind: "reserved", ticket: outcome.ticket };
       meterBudgets(x, outcome.ticket.charged, (s) => s.units, nowMs);
       recordBudgetAudits(x, outcome.audits);
+      // Shadow mode charged the shadow budgets past their room too (as it does the enforced ones): named all the same.
+      for (const b of outcome.shadows) markShadowBudget(x, b);
       if (outcome.wouldRefuse !== null) {
         const { code, response } = budgetRefusal(outcome.wouldRefuse, nowMs);
         // Shadow mode only (a forced reserve): recorded, never the answer.

@@ -78,6 +78,22 @@ describe("a shadow budget", () => {
     expect(policy?.callers.find((c) => c.caller === `key:${id}`)?.would_refuse).toBe(3);
   });
 
+  it("in mode shadow is charged past its amount as an enforced one is, and names each spend it could not take (found by the contract fuzz)", async () => {
+    const config = { ...configFor(unique("hook-shadow-budget-3")), mode: "shadow" };
+    const tenant = unique("sbudget3");
+    await createTenant(config, tenant);
+    const { id, key } = await mintKey(config, tenant);
+    await jsonOf(await adminCall("PUT", `/keys/${id}/budgets/request`, config, { body: { amount: 2, period: "month", shadow: true } }), 201);
+    const gateway = clockedGateway(config);
+    const answers: Response[] = [];
+    for (let i = 0; i < 4; i++) answers.push(await gateway.call(get(key), { settle: true }));
+    expect(answers.map((r) => r.status)).toEqual([200, 200, 200, 200]);
+    // Shadow mode records every spend (enforce would start from true figures), so the 3rd and 4th are charged too: marked all the same.
+    expect(answers.map((r) => r.headers.get("tollgate-shadow"))).toEqual([null, null, MARK, MARK]);
+    const budget = await jsonOf<{ used: number; shadow: boolean }>(await adminCall("GET", `/keys/${id}/budgets/request`, config), 200);
+    expect(budget).toMatchObject({ used: 4, shadow: true });
+  });
+
   it("is decided beside an enforced budget, and switched on refuses from the spend it kept", async () => {
     const config = configFor(unique("hook-shadow-budget-2"));
     const tenant = unique("sbudget2");
