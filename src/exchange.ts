@@ -295,17 +295,17 @@ export class Exchange {
     return caller.kind === "anonymous" ? null : caller.tenant;
   }
 
-  /**
-   * A refusal by a check: in `mode: "enforce"` it is the answer (and the
-   * request log's decision); in `mode: "shadow"` it is recorded (the response
-   * carries `Tollgate-Shadow: <code>`) and null tells the step to go on.
-   */
   /** Records a refusal a shadow policy would have made (once per policy and code). */
   markShadow(code: ProblemCode, policy: string): void {
     const marks = (this.shadowPolicies ??= []);
     if (!marks.some((m) => m.code === code && m.policy === policy)) marks.push({ code, policy });
   }
 
+  /**
+   * A refusal by a check: in `mode: "enforce"` it is the answer (and the
+   * request log's decision); in `mode: "shadow"` it is recorded (the response
+   * carries `Tollgate-Shadow: <code>`) and null tells the step to go on.
+   */
   refuse(code: ProblemCode, response: Response): Response | null {
     if (this.config.mode === "shadow") {
       (this.shadow ??= []).push(code);

@@ -33,9 +33,9 @@ export interface SettleCharge {
 }
 
 export interface SettledFigures {
-  /** The limit the rate-limit headers describe after the settlement (least remaining, then longest reset, then first); null when nothing is metered. Its chargeIndex is the settlement's index. */
+  /** The limit the rate-limit headers describe after the settlement (least remaining, then longest reset, then first); never a shadow limit (kept, not advertised); null when nothing enforced is metered. Its chargeIndex is the settlement's index. */
   readonly tightest: HeaderFigures | null;
-  /** Whole ms, rounded up, until a spend of 1 fits every limit again: what the caller's next request would be told (0 when it fits now). */
+  /** Whole ms, rounded up, until a spend of 1 fits every enforced limit again: what the caller's next request would be told (0 when it fits now). */
   readonly retryAfterMs: number;
 }
 
@@ -47,7 +47,7 @@ export function chargeDebt(table: LimiterTable, settlements: readonly SettleChar
 }
 
 /**
- * The tightest figures of every limit of `charges` as they stand now, read
+ * The tightest figures of every enforced limit of `charges` as they stand now, read
  * as a settlement of 0 units (which moves nothing): what an answer's
  * RateLimit headers say after a refund or a give-back.
  */
@@ -88,6 +88,8 @@ function settle(table: LimiterTable, settlements: readonly SettleCharge[], nowMs
           if (slot >= 0) table.forget(slot);
         } else table.write(slot, setHash, tag, t, resetMs, resetMs * q - after);
       }
+      // A shadow limit is kept (above) but never named in an answer's headers nor waited for.
+      if (limit.shadow) continue;
       const remaining = remainingOf(limit, after);
       if (tightest === null || remaining < tightest.remaining || (remaining === tightest.remaining && resetMs > tightest.resetMs)) {
         tightest = { chargeIndex: s, limit, remaining, resetMs };

@@ -21,6 +21,23 @@ describe("a status charge given back", () => {
     expect(answers).toEqual([200, 200, 401, 401, 429]);
   });
 
+  it("names only enforced limits in the answer's headers after a give-back, a shadow one beside them kept (found by the contract fuzz)", async () => {
+    // The shadow limit (3 per 1 s) is closer to running out than the enforced one (6 per 900 s): still never advertised.
+    const gateway = clockedGateway({
+      categories: { login_failure: { limits: { ip: [{ count: 6, window_s: 900 }, { count: 3, window_s: 1, shadow: true }] } } },
+      routes: [{ method: "POST", path: "/login", charges: { login_failure: 1 }, charge_on_status: ["4xx"] }],
+    });
+    const ip = uniqueIp();
+    const answers: Response[] = [];
+    for (const status of [401, 401, 200]) answers.push(await gateway.call(login(ip, status), { settle: true }));
+    expect(answers.map((r) => r.status)).toEqual([401, 401, 200]);
+    const success = answers[2]!;
+    expect(success.headers.get("ratelimit-policy")).not.toContain("login_failure-ip-1s");
+    expect(success.headers.get("ratelimit")).not.toContain("login_failure-ip-1s");
+    // The enforced limit's figures: two failures spent of 6.
+    expect(success.headers.get("ratelimit")).toBe('"login_failure-ip-900s";r=4;t=300');
+  });
+
   it("gives the units back to the budgets too: a success leaves a budget of exactly one charge unspent", async () => {
     const huge = [{ count: 1_000_000, window_s: 1 }];
     const config = testConfig({

@@ -55,6 +55,23 @@ describe("chargeDebt", () => {
     expect(admit(table, spend(both, 50, TENANT), 1_000).allowed).toBe(true);
   });
 
+  it("charges a shadow limit too, but never names it in the figures nor waits for it (found by the contract fuzz)", () => {
+    const table = new LimiterTable(1, { seed: 4 });
+    // The shadow limit runs out first: 10 per 60 s against the enforced 100 per 60 s.
+    const mixed = compileLimits([
+      { count: 100, window_s: 60 },
+      { count: 10, window_s: 30, shadow: true },
+    ]);
+    const settled = chargeDebt(table, settlement(mixed, 20), 0);
+    expect(settled.tightest).toMatchObject({ remaining: 80, resetMs: 12_000, chargeIndex: 0 });
+    expect(settled.tightest?.limit.shadow).toBe(false);
+    expect(settled.retryAfterMs).toBe(0);
+    // It was charged all the same: alone, the shadow limit refuses the next spend.
+    expect(admit(table, spend([compileLimit({ count: 10, window_s: 30 })], 1), 0).allowed).toBe(false);
+    // And figures of 0 units (figuresNow) read the enforced one as well.
+    expect(chargeDebt(table, settlement(mixed, 0), 0).tightest).toMatchObject({ remaining: 80 });
+  });
+
   it("holds a debt of MAX_RESPONSE_COST on the slowest limit the engine accepts, capped where it stays exact", () => {
     const table = new LimiterTable(1, { seed: 3 });
     const slow = [compileLimit({ count: 7, window_s: 31_622_400, burst: 1 })];
