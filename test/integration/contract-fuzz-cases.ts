@@ -257,3 +257,27 @@ function withoutMadeUpKeys(step: Step): Step {
   if (step.kind !== "send") return step;
   return { kind: "send", requests: step.requests.map((r) => (r.credential === "bogus" ? { ...r, credential: "anon" } : r)) };
 }
+
+/**
+ * Per-policy shadow: the scenarios above with some of their limits and
+ * budgets marked `shadow: true` (one in three, at least one of them). A
+ * separate arbitrary, so that `scenarioArb`'s scenarios for a seed stay the
+ * ones test/model/README.md measured the planted seams with.
+ */
+export const policyShadowScenarioArb: fc.Arbitrary<Scenario> = fc
+  .tuple(scenarioArb, fc.array(fc.integer({ min: 0, max: 2 }), { minLength: 24, maxLength: 24 }))
+  .map(([scenario, picks]) => {
+    let next = 0;
+    const pick = () => picks[next++ % picks.length] === 0;
+    const categories: ScenarioConfig["categories"] = {};
+    for (const [name, { limits }] of Object.entries(scenario.config.categories)) {
+      const marked: Partial<Record<SubjectKind, LimitSpec[]>> = {};
+      for (const [kind, list] of Object.entries(limits) as [SubjectKind, LimitSpec[]][]) marked[kind] = list.map((l) => (pick() ? { ...l, shadow: true } : l));
+      categories[name] = { limits: marked };
+    }
+    const budgets = scenario.budgets.map((b) => (pick() ? { ...b, shadow: true } : b));
+    const any = budgets.some((b) => b.shadow === true) || Object.values(categories).some((c) => Object.values(c.limits).some((list) => list?.some((l) => l.shadow === true)));
+    // None picked: the first budget is (every scenario has one unless the org's was left out).
+    if (!any && budgets.length > 0) budgets[0] = { ...budgets[0]!, shadow: true };
+    return { ...scenario, config: { ...scenario.config, categories }, budgets };
+  });

@@ -27,7 +27,14 @@ function answerDifferences(e: ExpectedAnswer, o: ObservedAnswer): string[] {
   }
   // Tollgate-Shadow names the refusal enforce would have made first, and may name the later ones too
   // (the gateway names a budget's after a rate limit's, not a quota's: see test/model/README.md).
-  const shadow = o.shadow === null ? [] : o.shadow.split(",").map((s) => s.trim());
+  const items = o.shadow === null ? [] : o.shadow.split(",").map((s) => s.trim());
+  const shadow = items.filter((item) => !item.includes(";policy="));
+  // Then what each shadow policy would have refused, in any order: every one the model names, and no other than it allows.
+  const marks = items.filter((item) => item.includes(";policy="));
+  const allowed = [...e.shadowPolicies, ...e.shadowPoliciesMaybe];
+  if (!e.shadowPolicies.every((mark) => marks.includes(mark)) || !marks.every((mark) => allowed.includes(mark))) {
+    out.push(`${where}: Tollgate-Shadow policies ${JSON.stringify(marks.join(", ") || null)}, the model says ${JSON.stringify(e.shadowPolicies.join(", ") || null)}${e.shadowPoliciesMaybe.length > 0 ? ` (and maybe ${e.shadowPoliciesMaybe.join(", ")})` : ""}`);
+  }
   // Several budgets that would refuse together: the model lists each one's code, and any of them may come first.
   const firstOk = shadow[0] === e.shadow[0] || (BUDGET_CODES.has(shadow[0] ?? "") && BUDGET_CODES.has(e.shadow[0] ?? ""));
   const shadowOk = e.shadow.length === 0 ? shadow.length === 0 : firstOk && shadow.every((code) => e.shadow.includes(code));

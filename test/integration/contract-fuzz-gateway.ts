@@ -131,7 +131,7 @@ export async function runThroughGateway(scenario: Scenario, startMs: number): Pr
   }
   const ownerPath = (owner: BudgetOwner): string =>
     owner.kind === "key" ? `/keys/${keyIds[owner.name]}` : owner.kind === "tenant" ? `/tenants/${names[owner.name]}` : `/orgs/${names[owner.name]}`;
-  for (const b of scenario.budgets) await admin("PUT", `${ownerPath(b.owner)}/budgets/${b.category}`, { amount: b.amount, period: b.period });
+  for (const b of scenario.budgets) await admin("PUT", `${ownerPath(b.owner)}/budgets/${b.category}`, { amount: b.amount, period: b.period, ...(b.shadow === true ? { shadow: true } : {}) });
 
   const ip = uniqueIp();
   const tag = unique("cf");

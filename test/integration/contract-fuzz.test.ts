@@ -9,15 +9,18 @@ import { describe, expect, it } from "vitest";
 import { possibleOutcomes } from "../model/gateway";
 import type { Scenario } from "../model/scenario";
 import { FAST_CHECK_SEED } from "../fast-check-seed";
-import { scenarioArb } from "./contract-fuzz-cases";
+import { policyShadowScenarioArb, scenarioArb } from "./contract-fuzz-cases";
 import { asTest, differences } from "./contract-fuzz-compare";
 import { runThroughGateway } from "./contract-fuzz-gateway";
 
 /** Scenarios in `npm test`: enough to meet every feature, within its share of the suite's time. */
 const DEFAULT_RUNS = 40;
+/** And as many again with shadow limits and budgets (policyShadowScenarioArb). */
+const DEFAULT_SHADOW_RUNS = 30;
 // Vite hands VITE_-prefixed variables to the tests in workerd (scripts/fuzz.mjs sets them).
 const env = (import.meta as unknown as { env: Record<string, string | undefined> }).env;
 const RUNS = Number(env.VITE_CONTRACT_FUZZ_RUNS ?? DEFAULT_RUNS);
+const SHADOW_RUNS = Number(env.VITE_CONTRACT_FUZZ_RUNS ?? DEFAULT_SHADOW_RUNS);
 const SEED = env.VITE_CONTRACT_FUZZ_SEED === undefined ? FAST_CHECK_SEED : Number(env.VITE_CONTRACT_FUZZ_SEED);
 
 /** The model's and the gateway's runs of one scenario, and how they differ. */
@@ -42,16 +45,24 @@ async function expectAgreement(scenario: Scenario): Promise<void> {
   expect(await disagreements(scenario)).toEqual([]);
 }
 
+async function agreesOnAll(arbitrary: fc.Arbitrary<Scenario>, runs: number): Promise<void> {
+  await fc.assert(
+    fc.asyncProperty(arbitrary, async (scenario) => {
+      const diffs = await disagreements(scenario);
+      if (diffs.length > 0) throw new Error(`${diffs.join("\n")}\n\nAs a test (paste into ${"test/integration/contract-fuzz.test.ts"}):\n${asTest(scenario, diffs)}`);
+    }),
+    // VITE_CONTRACT_FUZZ_SHRINK=0 (npm run fuzz -- --no-shrink) reports the first failing case as found.
+    { numRuns: runs, seed: SEED, endOnFailure: env.VITE_CONTRACT_FUZZ_SHRINK === "0" },
+  );
+}
+
 describe("the gateway against the contract's model", () => {
   it(`agrees on ${RUNS} random configs and request sequences (seed ${SEED})`, { timeout: 60 * 60_000 }, async () => {
-    await fc.assert(
-      fc.asyncProperty(scenarioArb, async (scenario) => {
-        const diffs = await disagreements(scenario);
-        if (diffs.length > 0) throw new Error(`${diffs.join("\n")}\n\nAs a test (paste into ${"test/integration/contract-fuzz.test.ts"}):\n${asTest(scenario, diffs)}`);
-      }),
-      // VITE_CONTRACT_FUZZ_SHRINK=0 (npm run fuzz -- --no-shrink) reports the first failing case as found.
-      { numRuns: RUNS, seed: SEED, endOnFailure: env.VITE_CONTRACT_FUZZ_SHRINK === "0" },
-    );
+    await agreesOnAll(scenarioArb, RUNS);
+  });
+
+  it(`agrees on ${SHADOW_RUNS} random configs with shadow limits and budgets among them (seed ${SEED})`, { timeout: 60 * 60_000 }, async () => {
+    await agreesOnAll(policyShadowScenarioArb, SHADOW_RUNS);
   });
 });
 

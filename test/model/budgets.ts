@@ -8,6 +8,11 @@
 // would not fit the figures it was refused with (a smaller one that would
 // still asks, as docs/budgets.md has it); an operator's write through the
 // isolate (a top-up) forgets it at once.
+//
+// A shadow budget (per-policy shadow) is spent from like any other while it
+// has room; a spend it cannot take is not refused and not charged to it (the
+// request goes on, marked), and the isolate remembers that as it remembers a
+// refusal. Shadow mode's forced reserve charges it like the others.
 import type { BudgetSpec } from "./scenario";
 
 export const DEFAULT_EXHAUSTED_CACHE_MS = 5000;
@@ -34,6 +39,8 @@ export interface ModelBudget {
   refusedUntilMs: number;
   /** The figures of that refusal: a spend that would fit them still asks. */
   refusedWith: { used: number; amount: number };
+  /** Per-policy shadow: never refuses. */
+  readonly shadow: boolean;
 }
 
 export type BudgetRefusal = { code: "budget_exhausted" | "credits_exhausted"; retryAfterS: number | null; budget: ModelBudget; used: number; amount: number };
@@ -47,7 +54,7 @@ export class ModelBudgets {
   readonly all: ModelBudget[] = [];
 
   add(id: string, owner: string, spec: BudgetSpec, nowMs: number): void {
-    this.all.push({ id, owner, category: spec.category, amount: spec.amount, period: spec.period, used: 0, endsAtMs: periodEndMs(spec.period, nowMs), refusedUntilMs: -Infinity, refusedWith: { used: 0, amount: 0 } });
+    this.all.push({ id, owner, category: spec.category, amount: spec.amount, period: spec.period, used: 0, endsAtMs: periodEndMs(spec.period, nowMs), refusedUntilMs: -Infinity, refusedWith: { used: 0, amount: 0 }, shadow: spec.shadow === true });
   }
 
   #roll(b: ModelBudget, nowMs: number): void {
@@ -77,17 +84,23 @@ export class ModelBudgets {
   }
 
   /**
-   * Reserves every spend or none at the owners' objects; `forced` (shadow)
-   * records them all the same. Returns the refusals (empty: reserved).
+   * Reserves every spend or none at the owners' objects; `forced` (shadow
+   * mode) records them all the same. Returns the refusals of the enforced
+   * budgets (empty: reserved) and the shadow budgets that could not take
+   * their spend: passed (not charged) unless forced, when they are charged
+   * like the others.
    */
-  reserve(spends: readonly { budget: ModelBudget; units: number }[], nowMs: number, forced: boolean): BudgetRefusal[] {
+  reserve(spends: readonly { budget: ModelBudget; units: number }[], nowMs: number, forced: boolean): { refusals: BudgetRefusal[]; shadows: BudgetRefusal[] } {
     const refusals: BudgetRefusal[] = [];
+    const shadows: BudgetRefusal[] = [];
     for (const { budget, units } of spends) {
       this.#roll(budget, nowMs);
-      if (!fits(budget, units)) refusals.push(this.#refusal(budget, nowMs));
+      if (!fits(budget, units)) (budget.shadow ? shadows : refusals).push(this.#refusal(budget, nowMs));
     }
-    if (refusals.length === 0 || forced) for (const { budget, units } of spends) budget.used += units;
-    return refusals;
+    if (refusals.length === 0 || forced) {
+      for (const { budget, units } of spends) if (forced || !shadows.some((r) => r.budget === budget)) budget.used += units;
+    }
+    return { refusals, shadows };
   }
 
   /**

@@ -11,7 +11,10 @@
 // before any answer comes back (the admission steps run before the first
 // answer can); their answers then settle in the order the origin gives them
 // (its scripted delay). In shadow mode every step runs, nothing is refused,
-// and each refusal it would make is named in `Tollgate-Shadow`.
+// and each refusal it would make is named in `Tollgate-Shadow`. A shadow
+// limit or budget (per-policy shadow) never refuses: a request it would
+// have refused goes on, charged nothing under it, and `Tollgate-Shadow`
+// names it as `<code>;policy="<name>"`.
 import { DEFAULT_EXHAUSTED_CACHE_MS, type BudgetRefusal, type ModelBudget, ModelBudgets } from "./budgets";
 import { type Figures, type ModelLimit, ModelLimiter, modelLimit, policyName, type Spend } from "./limiter";
 import { findRoute, normalise, type RouteFound } from "./path";
@@ -21,11 +24,11 @@ import { type Credential, ownerLabel, type RequestSpec, type Scenario, type Subj
 /** Built-in limits of the `request` category (used when the config names none for a subject kind). */
 const BUILT_IN: Record<string, Partial<Record<SubjectKind, ModelLimit[]>>> = {
   request: {
-    key: [{ count: 1000, windowMs: 1000, burst: 2000 }],
-    tenant: [{ count: 2000, windowMs: 1000, burst: 4000 }],
+    key: [{ count: 1000, windowMs: 1000, burst: 2000, shadow: false }],
+    tenant: [{ count: 2000, windowMs: 1000, burst: 4000, shadow: false }],
     ip: [
-      { count: 6000, windowMs: 60_000, burst: 6000 },
-      { count: 200_000, windowMs: 3_600_000, burst: 200_000 },
+      { count: 6000, windowMs: 60_000, burst: 6000, shadow: false },
+      { count: 200_000, windowMs: 3_600_000, burst: 200_000, shadow: false },
     ],
   },
 };
@@ -50,6 +53,10 @@ export interface ExpectedAnswer {
   shapes: AnswerShape[];
   /** The codes of the refusals shadow mode let through, in the order of the steps (Tollgate-Shadow). */
   shadow: string[];
+  /** What the shadow policies would have refused (`<code>;policy="<name>"`), in any order (Tollgate-Shadow after the codes). */
+  shadowPolicies: string[];
+  /** Marks the answer may carry or not: a shadow budget passed before an enforced one refused the request (which of them is asked first is open). */
+  shadowPoliciesMaybe: string[];
   /** The path the origin gets, or null when the gateway answers itself. */
   forwardedPath: string | null;
   /** For a 429 rate_limited: the body's retry_after_ms and violated-policies. */
@@ -171,9 +178,12 @@ export function runModel(
   let addressDigested = false;
 
   const limitsFor = (category: string, kind: SubjectKind): ModelLimit[] => {
-    const configured = config.categories[category]?.limits?.[kind];
-    if (configured !== undefined) return configured.map(modelLimit);
-    return BUILT_IN[category]?.[kind] ?? [];
+    const configured = config.categories[category]?.limits?.[kind]?.map(modelLimit);
+    const builtIn = BUILT_IN[category]?.[kind] ?? [];
+    if (configured === undefined) return builtIn;
+    // A list of shadow limits only is being tried: the limits it would replace stay enforced, the shadow ones beside them.
+    if (configured.length > 0 && configured.every((l) => l.shadow)) return [...builtIn, ...configured];
+    return configured;
   };
 
   const callerOf = (credential: Credential): Caller | null => {
@@ -204,7 +214,8 @@ export function runModel(
 
   const policiesOf = (spends: readonly Spend[]): Record<string, string> => {
     const out: Record<string, string> = {};
-    for (const s of spends) if (s.cost > 0) for (const l of s.limits) out[policyName(s.category, s.kind, l)] = `${l.count};${l.windowMs / 1000};${l.burst}`;
+    // Shadow limits are not advertised.
+    for (const s of spends) if (s.cost > 0) for (const l of s.limits) if (!l.shadow) out[policyName(s.category, s.kind, l)] = `${l.count};${l.windowMs / 1000};${l.burst}`;
     return out;
   };
 
@@ -213,6 +224,7 @@ export function runModel(
     for (const s of spends) {
       if (s.cost <= 0) continue;
       for (const l of s.limits) {
+        if (l.shadow) continue;
         const f: Figures = limiter.figures(s.subject, s.category, s.kind, l, nowMs);
         out[f.policy] = { r: f.remaining, t: Math.ceil(f.resetMs / 1000) };
       }
@@ -225,6 +237,12 @@ export function runModel(
     m.answer.shadow.push(code);
   };
 
+  /** A shadow policy would have refused: the answer names it (once). */
+  const markPolicy = (m: Member, code: string, policy: string): void => {
+    const mark = `${code};policy="${policy}"`;
+    if (!m.answer.shadowPolicies.includes(mark)) m.answer.shadowPolicies.push(mark);
+  };
+
   const refuse = (m: Member, shapes: AnswerShape[]): void => {
     m.answer.shapes = shapes;
     m.done = true;
@@ -232,7 +250,7 @@ export function runModel(
 
   /** Path, credential and route: nothing is charged yet. */
   const prepare = (spec: RequestSpec, at: string, lookedUp: Set<string>): Member => {
-    const answer: ExpectedAnswer = { at, hangUp: spec.hangUp, shapes: [], shadow: [], forwardedPath: null, retryAfterMs: null, violated: null, policies: null, figures: null };
+    const answer: ExpectedAnswer = { at, hangUp: spec.hangUp, shapes: [], shadow: [], shadowPolicies: [], shadowPoliciesMaybe: [], forwardedPath: null, retryAfterMs: null, violated: null, policies: null, figures: null };
     const m: Member = { spec, answer, caller: null, route: null, done: false, spends: [], charged: false, budgetSpends: [], budgetsTaken: false, reservation: null, forwardedPath: null, waitsForLookup: false };
     const path = normalise(spec.path, config.allow_path_parameters === true);
     if (!path.ok) {
@@ -265,6 +283,10 @@ export function runModel(
     m.answer.policies = policiesOf(m.spends);
     if (admission.allowed) {
       m.charged = true;
+      // Each shadow limit on its own, once the enforced ones admitted; one that would refuse is charged nothing.
+      const shadow = limiter.decideShadow(m.spends, nowMs);
+      m.spends = shadow.charged;
+      for (const policy of shadow.refused) markPolicy(m, "rate_limited", policy);
     } else if (shadowMode) {
       wouldRefuse(m, "rate_limited");
     } else {
@@ -284,6 +306,9 @@ export function runModel(
     }
   };
 
+  /** A budget's policy name: `budget-<category>-<owner kind>-<period>`. */
+  const budgetPolicy = (b: ModelBudget): string => `budget-${b.category}-${b.owner.slice(0, b.owner.indexOf(":"))}-${b.period}`;
+
   const budgetShape = (r: BudgetRefusal): AnswerShape => ({ status: r.code === "credits_exhausted" ? 402 : 429, code: r.code, retryAfterS: r.retryAfterS, category: r.budget.category });
 
   /**
@@ -293,8 +318,17 @@ export function runModel(
    */
   const refusedFromMemory = (m: Member): boolean => {
     if (shadowMode || m.budgetSpends.length === 0) return false;
-    const refusals = budgets.cachedRefusals(m.budgetSpends, nowMs);
-    if (refusals.length === 0) return false;
+    const cached = budgets.cachedRefusals(m.budgetSpends, nowMs);
+    const refusals = cached.filter((r) => !r.budget.shadow);
+    const shadows = cached.filter((r) => r.budget.shadow);
+    if (refusals.length === 0) {
+      // A shadow budget remembered as spent is passed without asking: marked, its spend left out.
+      for (const r of shadows) markPolicy(m, r.code, budgetPolicy(r.budget));
+      m.budgetSpends = m.budgetSpends.filter((s) => !shadows.some((r) => r.budget === s.budget));
+      return false;
+    }
+    // Which budget is met first is open: a shadow one met before the refusing one is marked.
+    for (const r of shadows) m.answer.shadowPoliciesMaybe.push(`${r.code};policy="${budgetPolicy(r.budget)}"`);
     if (m.charged) limiter.refund(m.spends, nowMs);
     refuse(m, refusals.map(budgetShape));
     return true;
@@ -303,16 +337,30 @@ export function runModel(
   /** The reserve at the budgets' objects (after refusedFromMemory); the refusals it made, for the isolate to remember. */
   const budgetStep = (m: Member): BudgetRefusal[] => {
     if (m.budgetSpends.length === 0) return [];
-    const refusals = budgets.reserve(m.budgetSpends, nowMs, shadowMode);
-    if (refusals.length === 0 || shadowMode) {
+    const { refusals, shadows } = budgets.reserve(m.budgetSpends, nowMs, shadowMode);
+    if (shadowMode) {
+      // Forced: every budget is charged, a shadow one too (as it would be if it were enforced); each that could not take
+      // the spend is named.
       m.budgetsTaken = true;
       // Which of several budgets that would refuse is named is left open: each of their codes may be.
       for (const code of new Set(refusals.map((r) => r.code))) wouldRefuse(m, code);
+      for (const r of shadows) markPolicy(m, r.code, budgetPolicy(r.budget));
       return [];
     }
+    if (refusals.length === 0) {
+      m.budgetsTaken = true;
+      // A shadow budget that could not take its spend: passed (charged nothing), marked, and remembered as a refusal is.
+      for (const r of shadows) markPolicy(m, r.code, budgetPolicy(r.budget));
+      m.budgetSpends = m.budgetSpends.filter((s) => !shadows.some((r) => r.budget === s.budget));
+      return shadows;
+    }
+    // Refused. The shadow budgets met before the refusing one (which comes first is open) were passed and remembered.
+    const pick = choose(1 << shadows.length);
+    const passed = shadows.filter((_, i) => ((pick >> i) & 1) === 1);
+    for (const r of shadows) m.answer.shadowPoliciesMaybe.push(`${r.code};policy="${budgetPolicy(r.budget)}"`);
     if (m.charged) limiter.refund(m.spends, nowMs);
     refuse(m, refusals.map(budgetShape));
-    return refusals;
+    return [...refusals, ...passed];
   };
 
   const giveBudgetsBack = (m: Member): void => {

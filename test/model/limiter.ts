@@ -3,16 +3,22 @@
 // emission interval T = window/count is a whole number (windowMs units).
 // Every spend of a request is admitted all or nothing; a denial charges
 // nothing and reports the exact delay; settlements add debt or give back.
+// A shadow limit (per-policy shadow) takes no part in that decision: once
+// the enforced limits admit a request, each shadow limit is decided on its
+// own (the request's spends under it summed), charged when they fit and
+// charged nothing when it would have refused. Its state is the one the same
+// limit enforced would keep (switching shadow off enforces from it).
 import type { LimitSpec } from "./scenario";
 
 export interface ModelLimit {
   count: number;
   windowMs: number;
   burst: number;
+  shadow: boolean;
 }
 
 export function modelLimit(spec: LimitSpec): ModelLimit {
-  return { count: spec.count, windowMs: Math.round(spec.window_s * 1000), burst: spec.burst ?? spec.count };
+  return { count: spec.count, windowMs: Math.round(spec.window_s * 1000), burst: spec.burst ?? spec.count, shadow: spec.shadow === true };
 }
 
 /** One spend: `cost` units of `category` charged to `subject` under each of `limits`. */
@@ -71,11 +77,12 @@ export class ModelLimiter {
   /** TAT · count (ms·count); absent: earned back. */
   readonly #tat = new Map<string, bigint>();
 
-  #totals(spends: readonly Spend[]): Map<string, Total> {
+  #totals(spends: readonly Spend[], which: "all" | "enforced" = "all"): Map<string, Total> {
     const totals = new Map<string, Total>();
     for (const spend of spends) {
       if (spend.cost <= 0) continue;
       for (const limit of spend.limits) {
+        if (which === "enforced" && limit.shadow) continue;
         const key = stateKey(spend.subject, spend.category, limit);
         const total = totals.get(key) ?? { spend, limit, cost: 0n };
         total.cost += BigInt(spend.cost);
@@ -85,9 +92,35 @@ export class ModelLimiter {
     return totals;
   }
 
-  /** Admits every spend or none (a key met twice in one request is one spend of the summed cost). */
+  /** Admits every spend or none under the enforced limits (a key met twice in one request is one spend of the summed cost). */
   admit(spends: readonly Spend[], nowMs: number): Admission {
-    const totals = this.#totals(spends);
+    return this.#admit(this.#totals(spends, "enforced"), nowMs);
+  }
+
+  /**
+   * Decides each shadow limit of an admitted request's spends on its own:
+   * charged when the request's spends under it fit, else charged nothing.
+   * Answers the spends as charged (a shadow limit that would have refused
+   * left out of them) and the policies of those that would have refused.
+   */
+  decideShadow(spends: readonly Spend[], nowMs: number): { charged: Spend[]; refused: string[] } {
+    const refusedKeys = new Set<string>();
+    const refused: string[] = [];
+    for (const [key, total] of this.#totals(spends)) {
+      if (!total.limit.shadow) continue;
+      if (this.#admit(new Map([[key, total]]), nowMs).allowed) continue;
+      refusedKeys.add(key);
+      const name = policyName(total.spend.category, total.spend.kind, total.limit);
+      if (!refused.includes(name)) refused.push(name);
+    }
+    const charged = spends.map((s) => {
+      const kept = s.limits.filter((l) => !(l.shadow && refusedKeys.has(stateKey(s.subject, s.category, l))));
+      return kept.length === s.limits.length ? s : { ...s, limits: kept };
+    });
+    return { charged, refused };
+  }
+
+  #admit(totals: Map<string, Total>, nowMs: number): Admission {
     const after = new Map<string, bigint>();
     let worst = -1n;
     let categories: string[] = [];

@@ -15,6 +15,8 @@ export interface LimitSpec {
   count: number;
   window_s: number;
   burst?: number;
+  /** Tried beside the enforced limits, never refusing (per-policy shadow). */
+  shadow?: boolean;
 }
 
 export interface ResponseChargeSpec {
@@ -66,6 +68,8 @@ export interface BudgetSpec {
   category: string;
   amount: number;
   period: "day" | "month" | "none";
+  /** Tried beside the enforced budgets, never refusing (per-policy shadow). */
+  shadow?: boolean;
 }
 
 /** How the origin answers one request: its status, the cost header's value (null: no header), and how long it waits. */
