@@ -1008,4 +1008,22 @@ export const MUTANTS = [
     tests: ["test/integration/traffic.test.ts"],
     breaks: "a second flush of a minute replaces a caller's refused count instead of adding to it",
   },
+  {
+    id: "settle-names-shadow-limit",
+    group: "seams",
+    file: "src/proxy/response-cost-gcra.ts",
+    find: "      if (limit.shadow) continue;\n",
+    replace: "",
+    tests: ["test/proxy/response-cost-gcra.test.ts", "test/integration/status-charge-giveback.test.ts", "test/integration/contract-fuzz.test.ts"],
+    breaks: "a give-back or a priced settlement names a shadow limit in RateLimit when it is the tightest",
+  },
+  {
+    id: "shadow-budget-forced-unnamed",
+    group: "seams",
+    file: "src/durable/budget-store.ts",
+    find: "        if (live.shadow && !fits) shadowsPast.push(live);\n",
+    replace: "",
+    tests: ["test/integration/shadow-budgets.test.ts", "test/integration/contract-fuzz.test.ts"],
+    breaks: "in shadow mode a shadow budget charged past its amount is not named in Tollgate-Shadow",
+  },
 ];
