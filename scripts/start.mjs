@@ -16,6 +16,7 @@ import { createServer } from "node:net";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { adminCaller, DEV_TENANT, ensureDevTenantAndKey } from "./lib/dev-seed.mjs";
+import { waitForHealth } from "./lib/health-wait.mjs";
 import { DEV_ENV_FILE, ensureDevEnv, wranglerEnvFileArgs, writeDevEnv } from "./lib/dev-env.mjs";
 import { applyLocalMigrations, checkedConfig, fail, requireDependencies, wranglerBinOf } from "./lib/local-run.mjs";
 import { localWranglerEnv } from "./lib/wrangler-env.mjs";
@@ -51,19 +52,6 @@ function portFree(port) {
     probe.once("error", () => resolve(false));
     probe.listen(port, HOST, () => probe.close(() => resolve(true)));
   });
-}
-
-async function waitFor(url, deadlineMs) {
-  while (Date.now() < deadlineMs) {
-    try {
-      const res = await fetch(url);
-      if (res.ok) return true;
-    } catch {
-      // not up yet
-    }
-    await new Promise((r) => setTimeout(r, 250));
-  }
-  return false;
 }
 
 async function main() {
@@ -118,9 +106,12 @@ async function main() {
     }
   });
 
-  const up = await waitFor(`${gatewayUrl}/_tollgate/health`, Date.now() + STARTUP_TIMEOUT_MS);
-  if (!up) {
-    console.error(`\n✗ The gateway did not answer on ${gatewayUrl} within ${STARTUP_TIMEOUT_MS / 1000} s.`);
+  const health = await waitForHealth(`${gatewayUrl}/_tollgate/health`, Date.now() + STARTUP_TIMEOUT_MS);
+  if (!health.up) {
+    if (health.invalid !== null) {
+      const { field, message } = health.invalid;
+      console.error(`\n✗ The gateway refuses its TOLLGATE config${field === undefined ? "" : ` at ${field}`}: ${message ?? "invalid"}. Fix it and start again.`);
+    } else console.error(`\n✗ The gateway did not answer on ${gatewayUrl} within ${STARTUP_TIMEOUT_MS / 1000} s.`);
     return stop(1);
   }
 
