@@ -259,14 +259,17 @@ function withoutMadeUpKeys(step: Step): Step {
 }
 
 /**
- * Per-policy shadow: the scenarios above with some of their limits and
+ * Per-policy shadow: scenarios as above with some of their limits and
  * budgets marked `shadow: true` (one in three, at least one of them). A
  * separate arbitrary, so that `scenarioArb`'s scenarios for a seed stay the
- * ones test/model/README.md measured the planted seams with.
+ * ones test/model/README.md measured the planted seams with. The marks are
+ * drawn first: fast-check starts each run's draws at the same point of the
+ * seed's stream, so drawn after the scenario they would mark the very
+ * scenarios the first property runs.
  */
 export const policyShadowScenarioArb: fc.Arbitrary<Scenario> = fc
-  .tuple(scenarioArb, fc.array(fc.integer({ min: 0, max: 2 }), { minLength: 24, maxLength: 24 }))
-  .map(([scenario, picks]) => {
+  .tuple(fc.array(fc.integer({ min: 0, max: 2 }), { minLength: 24, maxLength: 24 }), scenarioArb)
+  .map(([picks, scenario]) => {
     let next = 0;
     const pick = () => picks[next++ % picks.length] === 0;
     const categories: ScenarioConfig["categories"] = {};
