@@ -1026,4 +1026,13 @@ export const MUTANTS = [
     tests: ["test/integration/shadow-budgets.test.ts", "test/integration/contract-fuzz.test.ts"],
     breaks: "in shadow mode a shadow budget charged past its amount is not named in Tollgate-Shadow",
   },
+  {
+    id: "refund-names-unlisted",
+    group: "seams",
+    file: "src/limits/response-charge.ts",
+    find: "const now = figuresNow(table, charges.map((c) => (c.cost > 0 ? c : { ...c, limits: [] })), nowMs);",
+    replace: "const now = figuresNow(table, priced.charges, nowMs);",
+    tests: ["test/integration/contract-fuzz.test.ts"],
+    breaks: "after a refund to a cost of 0 the answer names the priced category's tightest limit, which it charged nothing",
+  },
 ];
