@@ -1,8 +1,8 @@
 // npm run fuzz -- [--runs N] [--seed S] [--no-shrink]
 //
-// Runs the differential fuzz (test/integration/contract-fuzz.test.ts: the
-// gateway in workerd against the contract's model in test/model/) for N
-// scenarios from seed S (default: a new random seed each run), and prints
+// Runs the differential fuzz (test/integration/contract-fuzz.test.ts and
+// contract-fuzz-shadow.test.ts: the gateway in workerd against the
+// contract's model in test/model/) for N scenarios of each from seed S (default: a new random seed each run), and prints
 // the seed again when it fails, so the same run replays with --seed. The
 // shrunk failing case is printed as a test to paste (--no-shrink: the first
 // failing case as found, at once).
@@ -30,7 +30,7 @@ if (!Number.isInteger(runs) || runs < 1 || !Number.isInteger(seed)) {
 }
 
 console.log(`contract fuzz: ${runs} scenarios from seed ${seed}`);
-const child = spawn("npx", ["vitest", "run", "--project", "workers", "test/integration/contract-fuzz.test.ts", "-t", "random configs"], {
+const child = spawn("npx", ["vitest", "run", "--project", "workers", "test/integration/contract-fuzz.test.ts", "test/integration/contract-fuzz-shadow.test.ts", "-t", "random configs"], {
   stdio: "inherit",
   env: { ...process.env, VITE_CONTRACT_FUZZ_RUNS: String(runs), VITE_CONTRACT_FUZZ_SEED: String(seed), ...(options["no-shrink"] ? { VITE_CONTRACT_FUZZ_SHRINK: "0" } : {}) },
 });

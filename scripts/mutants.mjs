@@ -1014,7 +1014,7 @@ export const MUTANTS = [
     file: "src/proxy/response-cost-gcra.ts",
     find: "      if (limit.shadow) continue;\n",
     replace: "",
-    tests: ["test/proxy/response-cost-gcra.test.ts", "test/integration/status-charge-giveback.test.ts", "test/integration/contract-fuzz.test.ts"],
+    tests: ["test/proxy/response-cost-gcra.test.ts", "test/integration/status-charge-giveback.test.ts", "test/integration/contract-fuzz-shadow.test.ts"],
     breaks: "a give-back or a priced settlement names a shadow limit in RateLimit when it is the tightest",
   },
   {
@@ -1023,7 +1023,7 @@ export const MUTANTS = [
     file: "src/durable/budget-store.ts",
     find: "        if (live.shadow && !fits) shadowsPast.push(live);\n",
     replace: "",
-    tests: ["test/integration/shadow-budgets.test.ts", "test/integration/contract-fuzz.test.ts"],
+    tests: ["test/integration/shadow-budgets.test.ts", "test/integration/contract-fuzz-shadow.test.ts"],
     breaks: "in shadow mode a shadow budget charged past its amount is not named in Tollgate-Shadow",
   },
   {

@@ -3,70 +3,25 @@
 // data plane on a held clock against the recording origin and through the
 // model; any difference fails, with the shrunk case printed as a test to
 // paste below. `npm test` runs a fixed seed; `npm run fuzz -- --runs N
-// --seed S` runs more (scripts/fuzz.mjs).
-import fc from "fast-check";
-import { describe, expect, it } from "vitest";
-import { possibleOutcomes } from "../model/gateway";
-import type { Scenario } from "../model/scenario";
-import { FAST_CHECK_SEED } from "../fast-check-seed";
-import { policyShadowScenarioArb, scenarioArb } from "./contract-fuzz-cases";
-import { asTest, differences } from "./contract-fuzz-compare";
-import { runThroughGateway } from "./contract-fuzz-gateway";
-
-/** Scenarios in `npm test`: enough to meet every feature, within its share of the suite's time. */
-const DEFAULT_RUNS = 40;
-/** And as many again with shadow limits and budgets (policyShadowScenarioArb). */
-const DEFAULT_SHADOW_RUNS = 30;
-// Vite hands VITE_-prefixed variables to the tests in workerd (scripts/fuzz.mjs sets them).
-const env = (import.meta as unknown as { env: Record<string, string | undefined> }).env;
-const RUNS = Number(env.VITE_CONTRACT_FUZZ_RUNS ?? DEFAULT_RUNS);
-const SHADOW_RUNS = Number(env.VITE_CONTRACT_FUZZ_RUNS ?? DEFAULT_SHADOW_RUNS);
-const SEED = env.VITE_CONTRACT_FUZZ_SEED === undefined ? FAST_CHECK_SEED : Number(env.VITE_CONTRACT_FUZZ_SEED);
-
-/** The model's and the gateway's runs of one scenario, and how they differ. */
-async function disagreements(scenario: Scenario): Promise<string[]> {
-  const diffs = await disagreementsOnce(scenario);
-  // A 502 means the recording origin dropped a connection (a loaded machine): the scenario runs once more under fresh names.
-  return diffs.some((d) => d.includes('"origin_unreachable"')) ? disagreementsOnce(scenario) : diffs;
-}
-
-async function disagreementsOnce(scenario: Scenario): Promise<string[]> {
-  const startMs = Date.now();
-  const observed = await runThroughGateway(scenario, startMs);
-  // The origin's answers settle in the order they came back (their scripted delays set it; a loaded machine may not keep it).
-  const outcomes = possibleOutcomes(scenario, startMs, observed.answerOrders);
-  // The gateway agrees when it did what one of the outcomes the contract allows says; else the closest one's differences.
-  const diffs = outcomes.map((expected) => differences(expected, observed)).reduce((best, d) => (d.length < best.length ? d : best));
-  if (env.VITE_CONTRACT_FUZZ_TRACE !== undefined) console.log(`scenario of ${scenario.steps.length} steps: ${Date.now() - startMs} ms${diffs.length === 0 ? "" : `\n  ${diffs.join("\n  ")}`}`);
-  return diffs;
-}
-
-async function expectAgreement(scenario: Scenario): Promise<void> {
-  expect(await disagreements(scenario)).toEqual([]);
-}
-
-async function agreesOnAll(arbitrary: fc.Arbitrary<Scenario>, runs: number): Promise<void> {
-  await fc.assert(
-    fc.asyncProperty(arbitrary, async (scenario) => {
-      const diffs = await disagreements(scenario);
-      if (diffs.length > 0) throw new Error(`${diffs.join("\n")}\n\nAs a test (paste into ${"test/integration/contract-fuzz.test.ts"}):\n${asTest(scenario, diffs)}`);
-    }),
-    // VITE_CONTRACT_FUZZ_SHRINK=0 (npm run fuzz -- --no-shrink) reports the first failing case as found.
-    { numRuns: runs, seed: SEED, endOnFailure: env.VITE_CONTRACT_FUZZ_SHRINK === "0" },
-  );
-}
+// --seed S` runs more (scripts/fuzz.mjs). The scenarios with per-policy
+// shadow are contract-fuzz-shadow.test.ts; both use contract-fuzz-run.ts.
+import { describe, it } from "vitest";
+import { scenarioArb } from "./contract-fuzz-cases";
+import { agreesOnAll, expectAgreement, RUNS, SEED } from "./contract-fuzz-run";
 
 describe("the gateway against the contract's model", () => {
   it(`agrees on ${RUNS} random configs and request sequences (seed ${SEED})`, { timeout: 60 * 60_000 }, async () => {
     await agreesOnAll(scenarioArb, RUNS);
   });
-
-  it(`agrees on ${SHADOW_RUNS} random configs with shadow limits and budgets among them (seed ${SEED})`, { timeout: 60 * 60_000 }, async () => {
-    await agreesOnAll(policyShadowScenarioArb, SHADOW_RUNS);
-  });
 });
 
 describe("pinned cases (a failing case the fuzz prints goes here)", () => {
+  it("agrees on a shadow-mode request its limits would have refused: RateLimit names the limit with the longest wait, as the 429 would", async () => {
+    // Seed 5, run 1 of the shadow scenarios, shrunk (a slip of the comparison, not of the gateway): the answer describes
+    // the denial enforce would have made, which names the limit that decides the wait, not the one with least room.
+    await expectAgreement({"config":{"mode":"shadow","allow_path_parameters":false,"max_request_bytes":0,"categories":{"request":{"limits":{"key":[{"count":2,"window_s":1,"shadow":true},{"count":4,"window_s":30,"shadow":true}],"ip":[{"count":2,"window_s":1,"shadow":true},{"count":4,"window_s":30,"shadow":true}]}},"upload":{"limits":{"key":[{"count":1,"window_s":1,"shadow":true},{"count":2,"window_s":30,"shadow":true}],"tenant":[{"count":2,"window_s":1,"shadow":true}],"ip":[{"count":1,"window_s":1,"shadow":true},{"count":2,"window_s":30,"shadow":true}]}},"tokens":{"limits":{"key":[{"count":10,"window_s":1,"burst":22}],"tenant":[{"count":24,"window_s":1,"burst":1},{"count":40,"window_s":30,"shadow":true}]}}},"routes":[{"method":"POST","path":"/v1/chat","response_charge":{"category":"tokens","header":"x-usage-total-tokens","reserve":10}}]},"tenants":[{"name":"t0","org":null,"quota":null},{"name":"t1","org":null,"quota":null}],"keys":[{"name":"kA","tenant":"t0"},{"name":"kB","tenant":"t0"}],"budgets":[{"owner":{"kind":"key","name":"kA"},"category":"request","amount":1,"period":"month","shadow":true}],"steps":[{"kind":"send","requests":[{"method":"POST","path":"/v1/chat","bodyBytes":3,"credential":"kA","hangUp":false,"origin":{"status":200,"cost":21,"delayMs":190}},{"method":"POST","path":"/v1/chat","bodyBytes":3,"credential":"kA","hangUp":false,"origin":{"status":200,"cost":null,"delayMs":120}}]},{"kind":"send","requests":[{"method":"POST","path":"/v1/chat","bodyBytes":3,"credential":"kA","hangUp":false,"origin":{"status":200,"cost":null,"delayMs":0}}]},{"kind":"advance","ms":1}]});
+  });
+
   it("agrees on a priced cost of 0 below its reserve: RateLimit names none of the priced category's limits, the tightest of them included", async () => {
     // Seed 12345, run 119 of the shadow scenarios, shrunk: the refund's figures were read over every charge, and the
     // category's tenant limit (burst 3), charged nothing at a cost of 0, was named and listed.

@@ -66,6 +66,8 @@ export interface ExpectedAnswer {
   policies: Record<string, string> | null;
   /** Each policy's figures after this request, for the RateLimit header; null: not checked. */
   figures: Record<string, { r: number; t: number }> | null;
+  /** Whether RateLimit must name the policy closest to running out (an admission); false for the denial shadow mode forwards, which names the policy with the longest wait, as a 429 would. */
+  figuresTightest: boolean;
 }
 
 export interface ExpectedLimit {
@@ -250,7 +252,7 @@ export function runModel(
 
   /** Path, credential and route: nothing is charged yet. */
   const prepare = (spec: RequestSpec, at: string, lookedUp: Set<string>): Member => {
-    const answer: ExpectedAnswer = { at, hangUp: spec.hangUp, shapes: [], shadow: [], shadowPolicies: [], shadowPoliciesMaybe: [], forwardedPath: null, retryAfterMs: null, violated: null, policies: null, figures: null };
+    const answer: ExpectedAnswer = { at, hangUp: spec.hangUp, shapes: [], shadow: [], shadowPolicies: [], shadowPoliciesMaybe: [], forwardedPath: null, retryAfterMs: null, violated: null, policies: null, figures: null, figuresTightest: true };
     const m: Member = { spec, answer, caller: null, route: null, done: false, spends: [], charged: false, budgetSpends: [], budgetsTaken: false, reservation: null, forwardedPath: null, waitsForLookup: false };
     const path = normalise(spec.path, config.allow_path_parameters === true);
     if (!path.ok) {
@@ -424,7 +426,10 @@ export function runModel(
     // enforce would have refused.
     const spent = priced === undefined || cost === null || !m.charged ? m.spends : m.spends.map((s) => (s.category === priced.category ? { ...s, cost } : s));
     m.answer.policies = policiesOf(spent);
-    if (checkFigures && route?.charge_on_status === undefined) m.answer.figures = figuresOf(spent);
+    if (checkFigures && route?.charge_on_status === undefined) {
+      m.answer.figures = figuresOf(spent);
+      m.answer.figuresTightest = m.charged;
+    }
   };
 
   scenario.steps.forEach((step, stepIndex) => {
