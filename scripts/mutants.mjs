@@ -1029,9 +1029,9 @@ export const MUTANTS = [
   {
     id: "refund-names-unlisted",
     group: "seams",
-    file: "src/limits/response-charge.ts",
-    find: "const now = figuresNow(table, charges.map((c) => (c.cost > 0 ? c : { ...c, limits: [] })), nowMs);",
-    replace: "const now = figuresNow(table, priced.charges, nowMs);",
+    file: "src/proxy/response-cost-gcra.ts",
+    find: "limits: c.cost > 0 ? c.limits : [], units: 0",
+    replace: "limits: c.limits, units: 0",
     tests: ["test/integration/contract-fuzz.test.ts"],
     breaks: "after a refund to a cost of 0 the answer names the priced category's tightest limit, which it charged nothing",
   },

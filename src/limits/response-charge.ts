@@ -51,9 +51,8 @@ export function settleResponseCharge(x: Exchange, result: CostResult, nowMs: num
     // of every policy as they stand now (a settlement of 0 moves nothing). A
     // global limit's figures are its ledger's: the admission's headers stand then.
     if (priced.charges.some((c) => c.limits.some((l) => l.scope === "global"))) return null;
-    // Only the policies the answer lists: a refund down to a cost of 0 charges its category nothing, so none of
-    // its limits is the one RateLimit names, however little room it has.
-    const now = figuresNow(table, charges.map((c) => (c.cost > 0 ? c : { ...c, limits: [] })), nowMs);
+    // The reserve's charges at the settled cost: a refund down to 0 leaves its category's limits unnamed.
+    const now = figuresNow(table, charges, nowMs);
     return now === null ? null : rateLimitHeaders({ allowed: true, retryAfterMs: 0, deniedChargeIndex: -1, tightest: now }, charges, x.config.rateLimitHeaders);
   }
   if (before !== null && (after.remaining > before.remaining || (after.remaining === before.remaining && after.resetMs <= before.resetMs))) return null;

@@ -47,12 +47,14 @@ export function chargeDebt(table: LimiterTable, settlements: readonly SettleChar
 }
 
 /**
- * The tightest figures of every enforced limit of `charges` as they stand now, read
- * as a settlement of 0 units (which moves nothing): what an answer's
- * RateLimit headers say after a refund or a give-back.
+ * The tightest figures of the policies an answer lists (every enforced limit
+ * of a charge with a cost: a charge of 0 charges its limits nothing, so
+ * RateLimit never names one) as they stand now, read as a settlement of 0
+ * units (which moves nothing): what an answer's RateLimit headers say after
+ * a refund or a give-back. Its chargeIndex is an index into `charges`.
  */
-export function figuresNow(table: LimiterTable, charges: readonly { readonly subject: string; readonly category: string; readonly limits: readonly Limit[] }[], nowMs: number): HeaderFigures | null {
-  return chargeDebt(table, charges.map((c) => ({ subject: c.subject, category: c.category, limits: c.limits, units: 0 })), nowMs).tightest;
+export function figuresNow(table: LimiterTable, charges: readonly { readonly subject: string; readonly category: string; readonly limits: readonly Limit[]; readonly cost: number }[], nowMs: number): HeaderFigures | null {
+  return chargeDebt(table, charges.map((c) => ({ subject: c.subject, category: c.category, limits: c.cost > 0 ? c.limits : [], units: 0 })), nowMs).tightest;
 }
 
 /** Gives each settlement's units back on every limit, never before now (refund). */
